@@ -1,0 +1,52 @@
+-- vw_eco_score: the eco score (0-100, one decimal) and its band, over vw_metrics.
+--
+-- Each index is clamped to 0-100 with CASE, never GREATEST/LEAST: those skip nulls and would
+-- turn a missing index into 0 instead of leaving it out of the weighted mean.
+-- Weights 0.45 (energy), 0.35 (CO2), 0.20 (pollutants), renormalised over the indices present;
+-- no score when both the energy and the CO2 index are missing.
+
+CREATE TABLE vw_eco_score AS
+WITH raw AS (
+    SELECT
+        *,
+        100.0 * (3.0 - consumo_referencia) / 2.7 AS energia_raw,
+        100.0 * (250.0 - co2_referencia_g_km) / 250.0 AS co2_raw,
+        100.0 * (1.0 - (nmhc_g_km / 0.05 + co_g_km / 1.3 + nox_g_km / 0.08) / 3.0) AS poluentes_raw
+    FROM vw_metrics
+),
+indices AS (
+    SELECT
+        *,
+        CASE WHEN energia_raw IS NULL THEN NULL WHEN energia_raw < 0 THEN 0.0
+             WHEN energia_raw > 100 THEN 100.0 ELSE energia_raw END AS indice_energia,
+        CASE WHEN co2_raw IS NULL THEN NULL WHEN co2_raw < 0 THEN 0.0
+             WHEN co2_raw > 100 THEN 100.0 ELSE co2_raw END AS indice_co2,
+        CASE WHEN poluentes_raw IS NULL THEN NULL WHEN poluentes_raw < 0 THEN 0.0
+             WHEN poluentes_raw > 100 THEN 100.0 ELSE poluentes_raw END AS indice_poluentes
+    FROM raw
+),
+score AS (
+    SELECT
+        *,
+        CASE
+            WHEN indice_energia IS NULL AND indice_co2 IS NULL THEN NULL
+            ELSE ROUND(
+                (0.45 * COALESCE(indice_energia, 0.0)
+                 + 0.35 * COALESCE(indice_co2, 0.0)
+                 + 0.20 * COALESCE(indice_poluentes, 0.0))
+                / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE 0.45 END
+                   + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE 0.35 END
+                   + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE 0.20 END), 1)
+        END AS eco_score
+    FROM indices
+)
+SELECT
+    *,
+    CASE
+        WHEN eco_score IS NULL THEN NULL
+        WHEN eco_score <= 40 THEN 'Baixo'
+        WHEN eco_score <= 60 THEN 'Regular'
+        WHEN eco_score <= 80 THEN 'Bom'
+        ELSE 'Excelente'
+    END AS eco_faixa
+FROM score;

@@ -1,0 +1,138 @@
+//! The command line: every flag can also be set through the environment variable it names.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::engine::views::CostConfig;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "eco-insights",
+    version,
+    about = "Read-only HTTP JSON service over a vehicle-efficiency catalog (rankings, insights, aggregations, comparisons).",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load the catalog and serve the HTTP API.
+    Serve(ServeArgs),
+    /// Write a deterministic synthetic sample catalog (Parquet).
+    Generate(GenerateArgs),
+    /// Check a Parquet export against the input schema; prints every problem, exits 1 if invalid.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Parquet catalog to serve (watched: a replaced file is validated and swapped in).
+    #[arg(long, env = "ECO_DATA", default_value = "data/catalog.parquet")]
+    pub data: PathBuf,
+    /// Address to listen on; port 0 picks a free port (the bound address is printed).
+    #[arg(long, env = "ECO_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: String,
+    /// JSON credentials file (key, name, SHA-256 of the secret, optional quota).
+    #[arg(long, env = "ECO_CREDENTIALS", default_value = "config/credentials.json")]
+    pub credentials: PathBuf,
+    /// Folder of the Polars SQL views (run in file-name order).
+    #[arg(long, env = "ECO_QUERIES", default_value = "queries")]
+    pub queries: PathBuf,
+    /// How often the data file is checked for changes, in milliseconds.
+    #[arg(long, env = "ECO_RELOAD_INTERVAL_MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    pub reload_interval_ms: u64,
+    /// Kilometres per year of the annual cost estimate.
+    #[arg(long, env = "ECO_KM_ANO", default_value_t = 12_000.0)]
+    pub km_ano: f64,
+    /// Gasoline price, R$/L.
+    #[arg(long, env = "ECO_PRECO_GASOLINA", default_value_t = 6.20)]
+    pub preco_gasolina: f64,
+    /// Ethanol price, R$/L.
+    #[arg(long, env = "ECO_PRECO_ETANOL", default_value_t = 4.10)]
+    pub preco_etanol: f64,
+    /// Diesel price, R$/L.
+    #[arg(long, env = "ECO_PRECO_DIESEL", default_value_t = 6.00)]
+    pub preco_diesel: f64,
+    /// Natural gas price, R$/m³.
+    #[arg(long, env = "ECO_PRECO_GNV", default_value_t = 4.80)]
+    pub preco_gnv: f64,
+    /// Electricity price, R$/kWh.
+    #[arg(long, env = "ECO_PRECO_KWH", default_value_t = 0.85)]
+    pub preco_kwh: f64,
+    /// Log filter (tracing syntax, e.g. `info` or `eco_insights=debug`).
+    #[arg(long, env = "ECO_LOG", default_value = "info")]
+    pub log: String,
+}
+
+impl ServeArgs {
+    /// The cost configuration, rejecting negative, zero or non-finite values.
+    pub fn cost(&self) -> anyhow::Result<CostConfig> {
+        let c = CostConfig {
+            km_ano: self.km_ano,
+            preco_gasolina: self.preco_gasolina,
+            preco_etanol: self.preco_etanol,
+            preco_diesel: self.preco_diesel,
+            preco_gnv: self.preco_gnv,
+            preco_kwh: self.preco_kwh,
+        };
+        for (name, v) in [
+            ("km-ano", c.km_ano),
+            ("preco-gasolina", c.preco_gasolina),
+            ("preco-etanol", c.preco_etanol),
+            ("preco-diesel", c.preco_diesel),
+            ("preco-gnv", c.preco_gnv),
+            ("preco-kwh", c.preco_kwh),
+        ] {
+            if !v.is_finite() || v <= 0.0 {
+                anyhow::bail!("--{name} must be a positive number (got {v})");
+            }
+        }
+        Ok(c)
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GenerateArgs {
+    /// Number of rows.
+    #[arg(long, env = "ECO_GENERATE_ROWS", default_value_t = 12_000)]
+    pub rows: usize,
+    /// Random seed; the same rows and seed always give the same file.
+    #[arg(long, env = "ECO_GENERATE_SEED", default_value_t = 2026)]
+    pub seed: u64,
+    /// Output Parquet file.
+    #[arg(long, env = "ECO_GENERATE_OUT", default_value = "data/catalog.parquet")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Parquet export to check.
+    #[arg(env = "ECO_VALIDATE_FILE")]
+    pub file: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_and_cost_checks() {
+        let cli = Cli::try_parse_from(["eco-insights", "serve"]).unwrap();
+        let Command::Serve(s) = cli.command else { panic!() };
+        assert_eq!(s.bind, "127.0.0.1:8080");
+        assert_eq!(s.cost().unwrap(), CostConfig::default());
+        let cli = Cli::try_parse_from(["eco-insights", "serve", "--preco-kwh", "0"]).unwrap();
+        let Command::Serve(s) = cli.command else { panic!() };
+        assert!(s.cost().unwrap_err().to_string().contains("preco-kwh"));
+    }
+}

@@ -1,0 +1,163 @@
+//! Loading an export: read the Parquet bytes, check them against the input schema, bring the
+//! columns to their canonical types, derive missing ids, run the views and build a snapshot.
+
+use std::io::Cursor;
+use std::path::Path;
+
+use chrono::Utc;
+use polars::prelude::*;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::filters::fold;
+use super::schema::{self, Problem, COLUMNS, ID};
+use super::snapshot::{DatasetInfo, Snapshot};
+use super::views::Views;
+
+/// Why an export was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path} is not a readable Parquet file: {message}")]
+    Parquet { path: String, message: String },
+    #[error("{path} does not match the input schema:\n{}", list(.problems))]
+    Invalid { path: String, problems: Vec<Problem> },
+    #[error("the views in the queries folder failed on {path}: {message}")]
+    Views { path: String, message: String },
+}
+
+fn list(problems: &[Problem]) -> String {
+    problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
+}
+
+/// The text filters of the API and the catalog column each one reads.
+pub const FOLDED: &[(&str, &str)] = &[
+    ("marca", "marca"),
+    ("modelo", "modelo"),
+    ("categoria", "categoria"),
+    ("combustivel", "combustivel_tipo"),
+    ("propulsao", "tipo_propulsao"),
+    ("transmissao", "transmissao_tipo"),
+];
+
+/// Name of the folded (lower case, no accents) copy of a filtered column.
+pub fn folded_name(column: &str) -> String {
+    match column {
+        "combustivel_tipo" => "combustivel_fold".into(),
+        "tipo_propulsao" => "propulsao_fold".into(),
+        "transmissao_tipo" => "transmissao_fold".into(),
+        other => format!("{other}_fold"),
+    }
+}
+
+/// Content hash used as the dataset version.
+pub fn version_of(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    hex::encode(&digest[..8])
+}
+
+/// Parses Parquet bytes into a frame.
+pub fn read_parquet(bytes: &[u8], path: &str) -> Result<DataFrame, LoadError> {
+    ParquetReader::new(Cursor::new(bytes))
+        .finish()
+        .map_err(|e| LoadError::Parquet { path: path.to_string(), message: e.to_string() })
+}
+
+/// Reads and checks a file without building a snapshot: every problem, or the row count.
+pub fn validate_file(path: &Path) -> Result<usize, LoadError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: shown.clone(), source })?;
+    let raw = read_parquet(&bytes, &shown)?;
+    let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown, problems })?;
+    Ok(df.height())
+}
+
+/// Checks a raw export and returns it with canonical columns (in schema order, extra columns
+/// dropped), non-finite floats as nulls, ids present, and the folded filter columns added.
+pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
+    let mut problems = schema::check(&raw);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
+
+    let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
+    if raw.column(ID).is_ok() {
+        exprs.push(col(ID).str().to_lowercase());
+    }
+    for spec in COLUMNS {
+        let mut e = col(spec.name).cast(spec.kind.canonical());
+        if spec.kind == schema::Kind::Float {
+            e = e.fill_nan(lit(NULL).cast(DataType::Float64));
+        }
+        exprs.push(e.alias(spec.name));
+    }
+    let mut df = raw.lazy().select(exprs).collect().map_err(internal)?;
+
+    if df.column(ID).is_err() {
+        let ids = derive_ids(&df).map_err(internal)?;
+        let mut pairs = Vec::with_capacity(ids.len());
+        for (i, id) in ids.iter().enumerate() {
+            pairs.push((*id, i));
+        }
+        schema::duplicate_rows(&pairs, &mut problems);
+        if !problems.is_empty() {
+            for p in &mut problems {
+                p.rule = format!("{} (derived from marca, modelo, versao, ano, motor, transmissao_tipo)", p.rule);
+            }
+            return Err(problems);
+        }
+        let text: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+        df.insert_column(0, Column::new(ID.into(), text)).map_err(internal)?;
+    }
+
+    let folds: Vec<Expr> = FOLDED
+        .iter()
+        .map(|(_, column)| fold(col(*column)).alias(folded_name(column)))
+        .collect();
+    df.lazy().with_columns(folds).collect().map_err(internal)
+}
+
+fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {
+    let s = |n: &str| df.column(n).and_then(|c| c.str().cloned());
+    let (marca, modelo, versao, motor, trans) =
+        (s("marca")?, s("modelo")?, s("versao")?, s("motor")?, s("transmissao_tipo")?);
+    let ano = df.column("ano")?.i32()?.clone();
+    Ok((0..df.height())
+        .map(|i| {
+            schema::derive_id(
+                marca.get(i).unwrap_or(""),
+                modelo.get(i).unwrap_or(""),
+                versao.get(i).unwrap_or(""),
+                ano.get(i).unwrap_or_default() as i64,
+                motor.get(i),
+                trans.get(i),
+            )
+        })
+        .collect())
+}
+
+/// Loads a complete snapshot from a file: the file is read once, so a concurrent writer can at
+/// worst make this load fail, never mix two versions.
+pub fn load_file(path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: shown.clone(), source })?;
+    load_bytes(&bytes, path, views)
+}
+
+/// Loads a complete snapshot from the bytes of an export.
+pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
+    let shown = path.display().to_string();
+    let raw = read_parquet(bytes, &shown)?;
+    let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown.clone(), problems })?;
+    let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
+    let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
+    let info = DatasetInfo {
+        version: version_of(bytes),
+        loaded_at: Utc::now(),
+        source: path.to_path_buf(),
+        rows: view.height(),
+    };
+    Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))
+}

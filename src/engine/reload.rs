@@ -1,0 +1,143 @@
+//! Hot reload: watch the data file (and SIGHUP), load and check a changed export completely in
+//! the background, and swap it in only when everything succeeded. A bad export never replaces
+//! the snapshot that is serving.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use super::load::{self, LoadError};
+use super::store::Store;
+use super::views::{CostConfig, Views};
+
+/// How long a changed file must stay unchanged before it is read.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// What identifies one version of the file on disk without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    modified: Option<SystemTime>,
+    inode: u64,
+}
+
+fn stamp(path: &PathBuf) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some(Stamp { len: m.len(), modified: m.modified().ok(), inode })
+}
+
+/// The outcome of one reload attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new snapshot is serving.
+    Swapped { version: String, rows: usize },
+    /// The file has the content already serving.
+    Unchanged,
+    /// The file was refused; the previous snapshot keeps serving.
+    Refused,
+}
+
+pub struct Reloader {
+    data: PathBuf,
+    queries: PathBuf,
+    cost: CostConfig,
+    store: Arc<Store>,
+}
+
+impl Reloader {
+    pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>) -> Reloader {
+        Reloader { data, queries, cost, store }
+    }
+
+    /// Polls the file every `interval` and reloads on SIGHUP; runs until the process stops.
+    pub async fn run(self, interval: Duration) {
+        #[cfg(unix)]
+        let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+        let mut seen = stamp(&self.data);
+        let mut missing_logged = false;
+        loop {
+            #[cfg(unix)]
+            let forced = match hangup.as_mut() {
+                Some(h) => tokio::select! {
+                    _ = tokio::time::sleep(interval) => false,
+                    _ = h.recv() => true,
+                },
+                None => {
+                    tokio::time::sleep(interval).await;
+                    false
+                }
+            };
+            #[cfg(not(unix))]
+            let forced = {
+                tokio::time::sleep(interval).await;
+                false
+            };
+            let mut now = stamp(&self.data);
+            if now.is_none() {
+                if !missing_logged {
+                    tracing::warn!(file = %self.data.display(), "data file is missing; the current snapshot keeps serving");
+                    missing_logged = true;
+                }
+                seen = None;
+                continue;
+            }
+            missing_logged = false;
+            if !forced && now == seen {
+                continue;
+            }
+            // Wait for the writer to finish: the stamp must hold still for SETTLE.
+            loop {
+                tokio::time::sleep(SETTLE).await;
+                let again = stamp(&self.data);
+                if again == now {
+                    break;
+                }
+                now = again;
+            }
+            seen = now;
+            let reason = if forced { "SIGHUP" } else { "file changed" };
+            self.reload(reason).await;
+        }
+    }
+
+    /// Loads the file now and swaps it in if it is valid and new.
+    pub async fn reload(&self, reason: &str) -> Outcome {
+        let data = self.data.clone();
+        let queries = self.queries.clone();
+        let cost = self.cost.clone();
+        let current = self.store.current().map(|s| s.info.version.clone());
+        tracing::info!(file = %data.display(), reason, "reloading dataset");
+        let work = tokio::task::spawn_blocking(move || -> Result<Option<_>, String> {
+            let bytes = std::fs::read(&data).map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
+            if current.as_deref() == Some(load::version_of(&bytes).as_str()) {
+                return Ok(None);
+            }
+            let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
+            load::load_bytes(&bytes, &data, &views).map(Some).map_err(|e| e.to_string())
+        });
+        match work.await {
+            Ok(Ok(Some(snapshot))) => {
+                let (version, rows) = (snapshot.info.version.clone(), snapshot.info.rows);
+                self.store.replace(snapshot);
+                tracing::info!(%version, rows, file = %self.data.display(), "dataset swapped in");
+                Outcome::Swapped { version, rows }
+            }
+            Ok(Ok(None)) => {
+                tracing::info!(file = %self.data.display(), "dataset unchanged (same content hash)");
+                Outcome::Unchanged
+            }
+            Ok(Err(why)) => {
+                tracing::error!(file = %self.data.display(), "new dataset refused; the previous one keeps serving: {why}");
+                Outcome::Refused
+            }
+            Err(e) => {
+                tracing::error!(file = %self.data.display(), error = %e, "dataset reload crashed; the previous one keeps serving");
+                Outcome::Refused
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The derived views: Polars SQL read from the `queries/` folder and run over the loaded catalog.
+//!
+//! Every `*.sql` file in the folder runs in file-name order, one statement per `;`. Each
+//! statement is normally `CREATE TABLE <view> AS SELECT ...`; the table `catalog` holds the
+//! validated input, and the service serves the table named [`FINAL_VIEW`]. Placeholders such as
+//! `{{km_ano}}` are replaced by the server's cost configuration before the SQL runs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use polars::prelude::*;
+use polars::sql::SQLContext;
+
+/// The view whose rows the service serves; also the `source` of every eco score.
+pub const FINAL_VIEW: &str = "vw_eco_score";
+
+/// Columns the final view must add to the catalog, with the dtype the engine reads.
+pub const DERIVED_COLUMNS: &[&str] = &[
+    "eficiencia_media_referencia",
+    "consumo_referencia",
+    "co2_referencia_g_km",
+    "autonomia_km",
+    "custo_anual_estimado",
+    "eco_score",
+    "eco_faixa",
+];
+
+/// Server-side inputs of the annual cost estimate (API-CONTRACT §2).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostConfig {
+    pub km_ano: f64,
+    pub preco_gasolina: f64,
+    pub preco_etanol: f64,
+    pub preco_diesel: f64,
+    pub preco_gnv: f64,
+    pub preco_kwh: f64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        CostConfig {
+            km_ano: 12_000.0,
+            preco_gasolina: 6.20,
+            preco_etanol: 4.10,
+            preco_diesel: 6.00,
+            preco_gnv: 4.80,
+            preco_kwh: 0.85,
+        }
+    }
+}
+
+impl CostConfig {
+    fn placeholders(&self) -> [(&'static str, f64); 6] {
+        [
+            ("{{km_ano}}", self.km_ano),
+            ("{{preco_gasolina}}", self.preco_gasolina),
+            ("{{preco_etanol}}", self.preco_etanol),
+            ("{{preco_diesel}}", self.preco_diesel),
+            ("{{preco_gnv}}", self.preco_gnv),
+            ("{{preco_kwh}}", self.preco_kwh),
+        ]
+    }
+}
+
+/// The SQL files of the views, read once per snapshot so an edited formula takes effect on the
+/// next reload.
+#[derive(Debug, Clone)]
+pub struct Views {
+    pub statements: Vec<(PathBuf, String)>,
+}
+
+impl Views {
+    /// Reads every `*.sql` file of `dir`, in file-name order.
+    pub fn read(dir: &Path, cost: &CostConfig) -> Result<Views> {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("cannot read the queries folder {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            bail!("the queries folder {} has no .sql file", dir.display());
+        }
+        let mut statements = Vec::new();
+        for file in files {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let mut sql = strip_comments(&text);
+            for (key, value) in cost.placeholders() {
+                sql = sql.replace(key, &format!("{value:?}"));
+            }
+            for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+                statements.push((file.clone(), stmt.to_string()));
+            }
+        }
+        Ok(Views { statements })
+    }
+
+    /// Runs the views over `catalog` and returns the collected final view.
+    pub fn apply(&self, catalog: LazyFrame) -> Result<DataFrame> {
+        let mut ctx = SQLContext::new();
+        ctx.register("catalog", catalog);
+        for (file, stmt) in &self.statements {
+            ctx.execute(stmt)
+                .with_context(|| format!("error in {}", file.display()))?;
+        }
+        if !ctx.get_tables().iter().any(|t| t == FINAL_VIEW) {
+            bail!("no query creates the table {FINAL_VIEW}");
+        }
+        let df = ctx
+            .execute(&format!("SELECT * FROM {FINAL_VIEW}"))?
+            .collect()
+            .context("error while computing the views")?;
+        for name in DERIVED_COLUMNS {
+            if df.column(name).is_err() {
+                bail!("the view {FINAL_VIEW} has no column {name}");
+            }
+        }
+        Ok(df)
+    }
+}
+
+fn strip_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.find("--") {
+            Some(i) => &l[..i],
+            None => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_stripped() {
+        assert_eq!(strip_comments("a -- x; y\nb"), "a \nb");
+    }
+
+    #[test]
+    fn placeholders_are_replaced_with_numbers() {
+        let dir = std::env::temp_dir().join(format!("eco-views-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("01.sql"), "CREATE TABLE vw_eco_score AS SELECT {{km_ano}} AS k FROM catalog;").unwrap();
+        let v = Views::read(&dir, &CostConfig::default()).unwrap();
+        assert_eq!(v.statements.len(), 1);
+        assert!(v.statements[0].1.contains("12000.0 AS k"));
+        let err = v.apply(df!("a" => [1]).unwrap().lazy()).unwrap_err();
+        assert!(err.to_string().contains("has no column"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

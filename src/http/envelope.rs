@@ -1,0 +1,126 @@
+//! The success envelope and the per-request context handlers work with.
+
+use std::sync::Arc;
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::HeaderValue;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::engine::filters::Pagination;
+use crate::engine::snapshot::Snapshot;
+
+use super::error::ApiError;
+use super::{AppState, RequestId, DATASET_VERSION};
+
+/// `data.meta`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Meta {
+    /// ISO 8601 UTC time the answer was generated.
+    #[schema(example = "2026-01-01T12:00:00.000Z")]
+    pub generated_at: String,
+    /// UUID of the request (also in the X-Request-Id header).
+    pub request_id: Uuid,
+    /// The filters received (typed), plus the effective ranking parameters where they apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub filters_applied: Option<Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pagination: Option<Pagination>,
+}
+
+/// `data`: the payload and its metadata.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Payload<T> {
+    pub data: T,
+    pub meta: Meta,
+}
+
+/// The success envelope `{"success": true, "data": {"data": ..., "meta": ...}}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Envelope<T> {
+    /// Always true.
+    pub success: bool,
+    pub data: Payload<T>,
+}
+
+/// A successful answer: the envelope plus the dataset version it was computed from.
+pub struct Reply<T> {
+    envelope: Envelope<T>,
+    version: String,
+}
+
+impl<T: Serialize> IntoResponse for Reply<T> {
+    fn into_response(self) -> Response {
+        let mut res = Json(self.envelope).into_response();
+        if let Ok(v) = HeaderValue::from_str(&self.version) {
+            res.headers_mut().insert(DATASET_VERSION, v);
+        }
+        res
+    }
+}
+
+/// What a handler needs: the snapshot it works on (fixed for the whole request) and its id.
+pub struct Ctx {
+    pub snapshot: Arc<Snapshot>,
+    pub request_id: Uuid,
+    pub state: AppState,
+}
+
+impl FromRequestParts<AppState> for Ctx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let snapshot = state.store().current().ok_or(ApiError::Unavailable)?;
+        let request_id = parts.extensions.get::<RequestId>().map_or_else(Uuid::new_v4, |r| r.0);
+        Ok(Ctx { snapshot, request_id, state: state.clone() })
+    }
+}
+
+impl Ctx {
+    /// Runs CPU-bound engine work off the async executor, on this request's snapshot.
+    pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Snapshot) -> polars::prelude::PolarsResult<T> + Send + 'static,
+    {
+        let snapshot = Arc::clone(&self.snapshot);
+        tokio::task::spawn_blocking(move || work(&snapshot))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::internal)
+    }
+
+    fn meta(&self, filters: Option<Map<String, Value>>, pagination: Option<Pagination>) -> Meta {
+        Meta {
+            generated_at: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            request_id: self.request_id,
+            filters_applied: filters,
+            pagination,
+        }
+    }
+
+    /// The envelope around `data`, with optional filters_applied and pagination.
+    pub fn reply<T: Serialize>(
+        &self,
+        data: T,
+        filters: Option<Map<String, Value>>,
+        pagination: Option<Pagination>,
+    ) -> Reply<T> {
+        Reply {
+            envelope: Envelope { success: true, data: Payload { data, meta: self.meta(filters, pagination) } },
+            version: self.snapshot.info.version.clone(),
+        }
+    }
+}
+
+/// `data.data` of listings: `{"items": [...]}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}

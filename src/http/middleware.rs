@@ -1,0 +1,166 @@
+//! Cross-cutting layers: request ids and access logs, credentials, HTTP caching, and the
+//! guarantee that every failure leaves as the JSON failure envelope.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::error::ApiError;
+use super::{AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+
+/// Gives every request an id (X-Request-Id on the answer) and logs one line per request.
+pub async fn request_context(mut req: Request, next: Next) -> Response {
+    let id = Uuid::new_v4();
+    req.extensions_mut().insert(RequestId(id));
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let started = Instant::now();
+    let mut res = next.run(req).await;
+    if let Ok(v) = HeaderValue::from_str(&id.to_string()) {
+        res.headers_mut().insert(REQUEST_ID, v);
+    }
+    tracing::info!(
+        request_id = %id,
+        %method,
+        path,
+        status = res.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    res
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// Rewrites any error the framework produced as plain text into the failure envelope.
+pub async fn normalise_errors(req: Request, next: Next) -> Response {
+    let res = next.run(req).await;
+    let status = res.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json(res.headers()) {
+        return res;
+    }
+    let mut fixed = ApiError::from_status(status).into_response();
+    *fixed.status_mut() = status;
+    for name in [header::ALLOW, header::RETRY_AFTER] {
+        if let Some(v) = res.headers().get(&name) {
+            fixed.headers_mut().insert(name, v.clone());
+        }
+    }
+    fixed
+}
+
+/// Strong ETag from the dataset version and the normalised request (path + sorted parameters).
+pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
+    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    pairs.sort();
+    let mut h = Sha256::new();
+    h.update(version.as_bytes());
+    h.update(b"\n");
+    h.update(path.as_bytes());
+    for (k, v) in pairs {
+        h.update(b"\n");
+        h.update(k.as_bytes());
+        h.update(b"=");
+        h.update(v.as_bytes());
+    }
+    format!("\"{}\"", hex::encode(&h.finalize()[..16]))
+}
+
+fn matches_tag(headers: &HeaderMap, tag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || t == tag || t.strip_prefix("W/") == Some(tag))
+}
+
+/// ETag / If-None-Match / Cache-Control for successful GETs; errors are never cached.
+pub async fn http_cache(req: Request, next: Next) -> Response {
+    let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let conditional = req.headers().clone();
+    let mut res = next.run(req).await;
+    if !res.status().is_success() {
+        res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        return res;
+    }
+    let version = res.headers().get(DATASET_VERSION).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let (true, Some(version)) = (is_get, version) else { return res };
+    let tag = etag(&version, &path, query.as_deref());
+    let headers = [
+        (header::ETAG, HeaderValue::from_str(&tag).ok()),
+        (header::CACHE_CONTROL, Some(HeaderValue::from_static("private, no-cache"))),
+        (header::VARY, Some(HeaderValue::from_static("X-API-Key, X-API-Secret"))),
+    ];
+    if matches_tag(&conditional, &tag) {
+        let mut not_modified = Response::new(Body::empty());
+        *not_modified.status_mut() = StatusCode::NOT_MODIFIED;
+        if let Some(v) = res.headers().get(DATASET_VERSION) {
+            not_modified.headers_mut().insert(DATASET_VERSION, v.clone());
+        }
+        res = not_modified;
+    }
+    for (name, value) in headers {
+        if let Some(v) = value {
+            res.headers_mut().insert(name, v);
+        }
+    }
+    res
+}
+
+/// Requires both credential headers on API operations.
+pub async fn authenticate(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    let key = h.get("x-api-key").and_then(|v| v.to_str().ok());
+    let secret = h.get("x-api-secret").and_then(|v| v.to_str().ok());
+    match state.credentials().authorize(key, secret) {
+        Ok(_) => next.run(req).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+pub async fn not_found() -> ApiError {
+    ApiError::NotFound("Rota não encontrada".into())
+}
+
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_ignores_parameter_order_but_not_values_or_version() {
+        let a = etag("v1", "/x", Some("a=1&b=2"));
+        assert_eq!(a, etag("v1", "/x", Some("b=2&a=1")));
+        assert_ne!(a, etag("v1", "/x", Some("a=1&b=3")));
+        assert_ne!(a, etag("v2", "/x", Some("a=1&b=2")));
+        assert_ne!(a, etag("v1", "/y", Some("a=1&b=2")));
+        assert!(a.starts_with('"') && a.ends_with('"'));
+    }
+
+    #[test]
+    fn if_none_match_lists_and_weak_tags() {
+        let mut h = HeaderMap::new();
+        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"x\", W/\"t\""));
+        assert!(matches_tag(&h, "\"t\""));
+        assert!(!matches_tag(&h, "\"u\""));
+    }
+}

@@ -1,0 +1,39 @@
+//! `GET /catalog/vehicles`.
+
+use axum::extract::RawQuery;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::engine::catalog::{self, CatalogVehicle};
+use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::error::ApiError;
+use crate::http::openapi::{FilterQuery, PageQuery};
+use crate::http::params::{QueryParams, FILTERS, PAGING};
+use crate::http::AppState;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_vehicles))
+}
+
+/// Paginated catalog listing with the common filters.
+///
+/// Ordered by marca, modelo, versao (byte-wise), ano descending, then id. A page past the end
+/// answers an empty list with exact pagination. `meta.filters_applied` is present only when a
+/// filter is given.
+#[utoipa::path(
+    get,
+    path = "/catalog/vehicles",
+    tag = "catalog",
+    params(FilterQuery, PageQuery),
+    responses(
+        (status = 200, description = "One page of vehicles", body = Envelope<Items<CatalogVehicle>>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn list_vehicles(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<CatalogVehicle>>, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+    let (filters, page) = (params.filters()?, params.page()?);
+    let applied = (!filters.is_empty()).then(|| filters.applied());
+    let result = ctx.run(move |s| catalog::list(s, &filters, page)).await?;
+    Ok(ctx.reply(Items { items: result.items }, applied, Some(result.pagination)))
+}

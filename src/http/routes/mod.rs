@@ -1,0 +1,8 @@
+//! One module per resource, each exposing its own router.
+
+pub mod catalog;
+pub mod compare;
+pub mod health;
+pub mod insights;
+pub mod rankings;
+pub mod vehicles;

@@ -1,0 +1,8 @@
+//! Eco Insights: a read-only HTTP JSON service over a vehicle-efficiency catalog.
+//!
+//! `engine` owns the data (Parquet → Polars views → snapshot → analytics); `http` owns the API
+//! (routing, credentials, envelopes, errors); `config` owns the command line.
+
+pub mod config;
+pub mod engine;
+pub mod http;

@@ -1,0 +1,320 @@
+//! Test harness: fixture catalogs written as real Parquet files, and the real binary started on
+//! port 0 against them.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use polars::prelude::*;
+use reqwest::blocking::{Client, RequestBuilder, Response};
+use serde_json::Value;
+
+pub const KEY: &str = "demo-key";
+pub const SECRET: &str = "demo-secret";
+
+/// The repository root (where `queries/` and `config/` live).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fresh temporary folder for one test.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "eco-insights-test-{}-{}-{}",
+        std::process::id(),
+        tag,
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One catalog row of a fixture; `Row::new` fills every column with plausible values.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub id: Option<String>,
+    pub marca: String,
+    pub modelo: String,
+    pub versao: String,
+    pub ano: i32,
+    pub categoria: String,
+    pub motor: Option<String>,
+    pub tipo_propulsao: String,
+    pub combustivel_tipo: String,
+    pub transmissao_tipo: Option<String>,
+    pub transmissao_marchas: Option<i32>,
+    pub ar_condicionado: Option<bool>,
+    pub direcao_assistida_tipo: String,
+    pub eficiencia_cidade_km_l: Option<f64>,
+    pub eficiencia_estrada_km_l: Option<f64>,
+    pub eficiencia_cidade_etanol_km_l: Option<f64>,
+    pub eficiencia_estrada_etanol_km_l: Option<f64>,
+    pub consumo_energetico_mj_km: Option<f64>,
+    pub co2_fossil_g_km: Option<f64>,
+    pub nmhc_g_km: Option<f64>,
+    pub co_g_km: Option<f64>,
+    pub nox_g_km: Option<f64>,
+    pub autonomia_eletrica_km: Option<f64>,
+    pub tanque_l: Option<f64>,
+    pub classificacao_pbe_categoria: Option<String>,
+    pub classificacao_pbe_geral: Option<String>,
+}
+
+/// A deterministic UUID for fixture row `n`: `00000000-0000-4000-8000-00000000000n`.
+pub fn uid(n: u32) -> String {
+    format!("00000000-0000-4000-8000-{n:012}")
+}
+
+impl Row {
+    pub fn new(n: u32, marca: &str, modelo: &str, ano: i32, categoria: &str, combustivel: &str) -> Row {
+        Row {
+            id: Some(uid(n)),
+            marca: marca.into(),
+            modelo: modelo.into(),
+            versao: format!("V{n}"),
+            ano,
+            categoria: categoria.into(),
+            motor: Some("1.0".into()),
+            tipo_propulsao: if combustivel == "Elétrico" { "Elétrico".into() } else { "Combustão".into() },
+            combustivel_tipo: combustivel.into(),
+            transmissao_tipo: Some("Manual".into()),
+            transmissao_marchas: Some(5),
+            ar_condicionado: Some(true),
+            direcao_assistida_tipo: "Elétrica".into(),
+            eficiencia_cidade_km_l: Some(12.0),
+            eficiencia_estrada_km_l: Some(14.0),
+            eficiencia_cidade_etanol_km_l: None,
+            eficiencia_estrada_etanol_km_l: None,
+            consumo_energetico_mj_km: Some(1.5),
+            co2_fossil_g_km: Some(100.0),
+            nmhc_g_km: Some(0.01),
+            co_g_km: Some(0.2),
+            nox_g_km: Some(0.01),
+            autonomia_eletrica_km: None,
+            tanque_l: Some(50.0),
+            classificacao_pbe_categoria: Some("A".into()),
+            classificacao_pbe_geral: Some("B".into()),
+        }
+    }
+}
+
+fn s(v: &[Row], f: impl Fn(&Row) -> Option<String>) -> Vec<Option<String>> {
+    v.iter().map(f).collect()
+}
+fn fl(v: &[Row], f: impl Fn(&Row) -> Option<f64>) -> Vec<Option<f64>> {
+    v.iter().map(f).collect()
+}
+
+/// The rows as a frame with the input schema (`id` omitted when every row's id is `None`).
+pub fn frame(rows: &[Row]) -> DataFrame {
+    let mut cols: Vec<Column> = Vec::new();
+    if rows.iter().any(|r| r.id.is_some()) {
+        cols.push(Column::new("id".into(), s(rows, |r| r.id.clone())));
+    }
+    cols.push(Column::new("marca".into(), s(rows, |r| Some(r.marca.clone()))));
+    cols.push(Column::new("modelo".into(), s(rows, |r| Some(r.modelo.clone()))));
+    cols.push(Column::new("versao".into(), s(rows, |r| Some(r.versao.clone()))));
+    cols.push(Column::new("ano".into(), rows.iter().map(|r| r.ano).collect::<Vec<i32>>()));
+    cols.push(Column::new("categoria".into(), s(rows, |r| Some(r.categoria.clone()))));
+    cols.push(Column::new("motor".into(), s(rows, |r| r.motor.clone())));
+    cols.push(Column::new("tipo_propulsao".into(), s(rows, |r| Some(r.tipo_propulsao.clone()))));
+    cols.push(Column::new("combustivel_tipo".into(), s(rows, |r| Some(r.combustivel_tipo.clone()))));
+    cols.push(Column::new("transmissao_tipo".into(), s(rows, |r| r.transmissao_tipo.clone())));
+    cols.push(Column::new(
+        "transmissao_marchas".into(),
+        rows.iter().map(|r| r.transmissao_marchas).collect::<Vec<Option<i32>>>(),
+    ));
+    cols.push(Column::new("ar_condicionado".into(), rows.iter().map(|r| r.ar_condicionado).collect::<Vec<Option<bool>>>()));
+    cols.push(Column::new("direcao_assistida_tipo".into(), s(rows, |r| Some(r.direcao_assistida_tipo.clone()))));
+    cols.push(Column::new("eficiencia_cidade_km_l".into(), fl(rows, |r| r.eficiencia_cidade_km_l)));
+    cols.push(Column::new("eficiencia_estrada_km_l".into(), fl(rows, |r| r.eficiencia_estrada_km_l)));
+    cols.push(Column::new("eficiencia_cidade_etanol_km_l".into(), fl(rows, |r| r.eficiencia_cidade_etanol_km_l)));
+    cols.push(Column::new("eficiencia_estrada_etanol_km_l".into(), fl(rows, |r| r.eficiencia_estrada_etanol_km_l)));
+    cols.push(Column::new("consumo_energetico_mj_km".into(), fl(rows, |r| r.consumo_energetico_mj_km)));
+    cols.push(Column::new("co2_fossil_g_km".into(), fl(rows, |r| r.co2_fossil_g_km)));
+    cols.push(Column::new("nmhc_g_km".into(), fl(rows, |r| r.nmhc_g_km)));
+    cols.push(Column::new("co_g_km".into(), fl(rows, |r| r.co_g_km)));
+    cols.push(Column::new("nox_g_km".into(), fl(rows, |r| r.nox_g_km)));
+    cols.push(Column::new("autonomia_eletrica_km".into(), fl(rows, |r| r.autonomia_eletrica_km)));
+    cols.push(Column::new("tanque_l".into(), fl(rows, |r| r.tanque_l)));
+    cols.push(Column::new("classificacao_pbe_categoria".into(), s(rows, |r| r.classificacao_pbe_categoria.clone())));
+    cols.push(Column::new("classificacao_pbe_geral".into(), s(rows, |r| r.classificacao_pbe_geral.clone())));
+    DataFrame::new_infer_height(cols).unwrap()
+}
+
+pub fn write_frame(df: &mut DataFrame, path: &Path) {
+    let file = std::fs::File::create(path).unwrap();
+    ParquetWriter::new(file).finish(df).unwrap();
+}
+
+pub fn write_rows(rows: &[Row], path: &Path) {
+    write_frame(&mut frame(rows), path);
+}
+
+/// The real binary serving a catalog file on a free port; killed on drop.
+pub struct TestApp {
+    pub base: String,
+    pub data: PathBuf,
+    pub dir: PathBuf,
+    child: Child,
+    pub log: Arc<Mutex<String>>,
+    client: Client,
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_eco-insights")
+}
+
+impl TestApp {
+    /// Serves `rows` (written to a fresh Parquet file).
+    pub fn with_rows(rows: &[Row]) -> TestApp {
+        let dir = temp_dir("app");
+        let data = dir.join("catalog.parquet");
+        write_rows(rows, &data);
+        TestApp::serve(&dir, &data, &[])
+    }
+
+    /// Serves an existing file with extra command-line arguments.
+    pub fn serve(dir: &Path, data: &Path, extra: &[&str]) -> TestApp {
+        TestApp::try_serve(dir, data, extra).unwrap_or_else(|log| panic!("service did not start:\n{log}"))
+    }
+
+    /// Starts the service; `Err(stderr)` when it exits instead of listening.
+    pub fn try_serve(dir: &Path, data: &Path, extra: &[&str]) -> Result<TestApp, String> {
+        let mut child = Command::new(binary())
+            .arg("serve")
+            .arg("--bind")
+            .arg("127.0.0.1:0")
+            .arg("--data")
+            .arg(data)
+            .arg("--credentials")
+            .arg(repo().join("config/credentials.json"))
+            .arg("--queries")
+            .arg(repo().join("queries"))
+            .arg("--reload-interval-ms")
+            .arg("200")
+            .args(extra)
+            .env("ECO_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start the binary");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let Some(addr) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.wait();
+            std::thread::sleep(Duration::from_millis(100));
+            let text = log.lock().unwrap().clone();
+            return Err(text);
+        };
+        let base = addr.to_string();
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while stdout.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {}
+        });
+        let client = Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        Ok(TestApp { base, data: data.to_path_buf(), dir: dir.to_path_buf(), child, log, client })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn logs(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A GET with the demo credentials.
+    pub fn get_req(&self, path: &str) -> RequestBuilder {
+        self.client.get(self.url(path)).header("X-API-Key", KEY).header("X-API-Secret", SECRET)
+    }
+
+    /// A raw request without credentials.
+    pub fn raw(&self, method: reqwest::Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    /// GET with credentials: status and JSON body.
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        into_json(self.get_req(path).send().unwrap())
+    }
+
+    /// GET expecting 200: `data.data`.
+    pub fn data(&self, path: &str) -> Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "GET {path}: {body}");
+        assert_eq!(body["success"], true);
+        body["data"]["data"].clone()
+    }
+
+    /// POST a JSON body with credentials.
+    pub fn post_json(&self, path: &str, body: &str) -> (u16, Value) {
+        let res = self
+            .client
+            .post(self.url(path))
+            .header("X-API-Key", KEY)
+            .header("X-API-Secret", SECRET)
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+            .send()
+            .unwrap();
+        into_json(res)
+    }
+}
+
+pub fn into_json(res: Response) -> (u16, Value) {
+    let status = res.status().as_u16();
+    let text = res.text().unwrap();
+    let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
+    (status, body)
+}
+
+/// Asserts a failure envelope with this status and code; returns the message.
+pub fn assert_error(res: (u16, Value), status: u16, code: &str) -> String {
+    let (s, body) = res;
+    assert_eq!(s, status, "{body}");
+    assert_eq!(body["success"], false, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    body["error"]["message"].as_str().unwrap().to_string()
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Rounds half to even at `d` decimals, as the service's views do.
+pub fn round(x: f64, d: i32) -> f64 {
+    let m = 10f64.powi(d);
+    (x * m).round_ties_even() / m
+}
+
+/// Float comparison for published values.
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}

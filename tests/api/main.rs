@@ -1,0 +1,5 @@
+//! Black-box API tests: the real binary on port 0, real Parquet fixtures, HTTP.
+
+mod common;
+
+mod catalog;
