@@ -3,3 +3,7 @@
 mod common;
 
 mod catalog;
+mod compare;
+mod insights;
+mod rankings;
+mod vehicles;

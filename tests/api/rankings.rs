@@ -1,0 +1,1 @@
+//! rankings tests.

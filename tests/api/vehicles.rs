@@ -1,0 +1,1 @@
+//! vehicles tests.
