@@ -142,7 +142,7 @@ fn null_rows(s: &Column) -> Vec<usize> {
         return Vec::new();
     }
     let mask = s.is_null();
-    mask.into_iter()
+    mask.iter()
         .enumerate()
         .filter_map(|(i, v)| (v == Some(true)).then_some(i))
         .collect()
@@ -183,7 +183,7 @@ fn check_ano(column: &Column, problems: &mut Vec<Problem>) {
     let Ok(cast) = column.cast(&DataType::Int64) else { return };
     let Ok(values) = cast.i64() else { return };
     let bad: Vec<usize> = values
-        .into_iter()
+        .iter()
         .enumerate()
         .filter_map(|(i, v)| v.filter(|y| !(ANO_MIN..=ANO_MAX).contains(y)).map(|_| i))
         .collect();
@@ -199,7 +199,7 @@ fn check_ids(column: &Column, problems: &mut Vec<Problem>) {
     let Ok(values) = column.str() else { return };
     let mut bad = Vec::new();
     let mut parsed = Vec::with_capacity(values.len());
-    for (i, v) in values.into_iter().enumerate() {
+    for (i, v) in values.iter().enumerate() {
         match v.map(Uuid::parse_str) {
             Some(Ok(u)) => parsed.push((u, i)),
             Some(Err(_)) => bad.push(i),

@@ -95,7 +95,7 @@ impl Snapshot {
         let rows = df.column(ROW)?.cast(&DataType::UInt32)?;
         Ok(rows
             .u32()?
-            .into_iter()
+            .iter()
             .flatten()
             .map(|r| &self.vehicles[r as usize])
             .collect())
@@ -124,8 +124,8 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
     view.lazy()
         .with_columns([
             rank(col("eco_score")).alias("posicao_global"),
-            rank(col("eco_score")).over([col("categoria")]).alias("posicao_categoria"),
-            rank(col("eco_score")).over([col("combustivel_tipo")]).alias("posicao_combustivel"),
+            rank(col("eco_score")).over([col("categoria")])?.alias("posicao_categoria"),
+            rank(col("eco_score")).over([col("combustivel_tipo")])?.alias("posicao_combustivel"),
         ])
         .with_column(
             when(col("eco_score").is_null())
@@ -143,26 +143,26 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
 }
 
 fn strs(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df.column(name)?.str()?.into_iter().map(|v| v.map(str::to_string)).collect())
+    Ok(df.column(name)?.str()?.iter().map(|v| v.map(str::to_string)).collect())
 }
 
 fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
     let c = df.column(name)?.cast(&DataType::Float64)?;
-    Ok(c.f64()?.into_iter().map(|v| v.filter(|x| x.is_finite())).collect())
+    Ok(c.f64()?.iter().map(|v| v.filter(|x| x.is_finite())).collect())
 }
 
 fn i32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i32>>> {
     let c = df.column(name)?.cast(&DataType::Int32)?;
-    Ok(c.i32()?.into_iter().collect())
+    Ok(c.i32()?.iter().collect())
 }
 
 fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u32>>> {
     let c = df.column(name)?.cast(&DataType::UInt32)?;
-    Ok(c.u32()?.into_iter().collect())
+    Ok(c.u32()?.iter().collect())
 }
 
 fn bools(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<bool>>> {
-    Ok(df.column(name)?.bool()?.into_iter().collect())
+    Ok(df.column(name)?.bool()?.iter().collect())
 }
 
 /// One [`Vehicle`] per row of the served frame, in row order.

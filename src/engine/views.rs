@@ -101,16 +101,13 @@ impl Views {
         let mut ctx = SQLContext::new();
         ctx.register("catalog", catalog);
         for (file, stmt) in &self.statements {
-            ctx.execute(stmt)
-                .with_context(|| format!("error in {}", file.display()))?;
+            anyhow::Context::with_context(ctx.execute(stmt), || format!("error in {}", file.display()))?;
         }
         if !ctx.get_tables().iter().any(|t| t == FINAL_VIEW) {
             bail!("no query creates the table {FINAL_VIEW}");
         }
-        let df = ctx
-            .execute(&format!("SELECT * FROM {FINAL_VIEW}"))?
-            .collect()
-            .context("error while computing the views")?;
+        let df = ctx.execute(&format!("SELECT * FROM {FINAL_VIEW}"))?.collect();
+        let df = anyhow::Context::context(df, "error while computing the views")?;
         for name in DERIVED_COLUMNS {
             if df.column(name).is_err() {
                 bail!("the view {FINAL_VIEW} has no column {name}");

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use polars::prelude::*;
-use reqwest::blocking::{Client, RequestBuilder, Response};
+pub use crate::http::{Req, Resp};
 use serde_json::Value;
 
 pub const KEY: &str = "demo-key";
@@ -165,7 +165,6 @@ pub struct TestApp {
     pub dir: PathBuf,
     child: Child,
     pub log: Arc<Mutex<String>>,
-    client: Client,
 }
 
 pub fn binary() -> &'static str {
@@ -230,8 +229,7 @@ impl TestApp {
             let mut sink = String::new();
             while stdout.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {}
         });
-        let client = Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        Ok(TestApp { base, data: data.to_path_buf(), dir: dir.to_path_buf(), child, log, client })
+        Ok(TestApp { base, data: data.to_path_buf(), dir: dir.to_path_buf(), child, log })
     }
 
     pub fn pid(&self) -> u32 {
@@ -246,19 +244,19 @@ impl TestApp {
         format!("{}{}", self.base, path)
     }
 
-    /// A GET with the demo credentials.
-    pub fn get_req(&self, path: &str) -> RequestBuilder {
-        self.client.get(self.url(path)).header("X-API-Key", KEY).header("X-API-Secret", SECRET)
+    /// A GET with the demo credentials (add headers, then `.send()`).
+    pub fn get_req(&self, path: &str) -> Req {
+        self.raw("GET", path).header("X-API-Key", KEY).header("X-API-Secret", SECRET)
     }
 
-    /// A raw request without credentials.
-    pub fn raw(&self, method: reqwest::Method, path: &str) -> RequestBuilder {
-        self.client.request(method, self.url(path))
+    /// A request without credentials: `app.raw("DELETE", "/x").header(..).body(..).send()`.
+    pub fn raw(&self, method: &str, path: &str) -> Req {
+        Req::new(method, &self.base, path)
     }
 
     /// GET with credentials: status and JSON body.
     pub fn get(&self, path: &str) -> (u16, Value) {
-        into_json(self.get_req(path).send().unwrap())
+        into_json(self.get_req(path).send())
     }
 
     /// GET expecting 200: `data.data`.
@@ -272,23 +270,19 @@ impl TestApp {
     /// POST a JSON body with credentials.
     pub fn post_json(&self, path: &str, body: &str) -> (u16, Value) {
         let res = self
-            .client
-            .post(self.url(path))
+            .raw("POST", path)
             .header("X-API-Key", KEY)
             .header("X-API-Secret", SECRET)
             .header("Content-Type", "application/json")
-            .body(body.to_string())
-            .send()
-            .unwrap();
+            .body(body)
+            .send();
         into_json(res)
     }
 }
 
-pub fn into_json(res: Response) -> (u16, Value) {
-    let status = res.status().as_u16();
-    let text = res.text().unwrap();
-    let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"));
-    (status, body)
+/// Status and JSON body of a response (panics with the body when it is not JSON).
+pub fn into_json(res: Resp) -> (u16, Value) {
+    (res.status, res.json())
 }
 
 /// Asserts a failure envelope with this status and code; returns the message.

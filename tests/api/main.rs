@@ -1,9 +1,12 @@
 //! Black-box API tests: the real binary on port 0, real Parquet fixtures, HTTP.
 
 mod common;
+mod http;
 
 mod catalog;
 mod compare;
 mod insights;
 mod rankings;
+mod reload;
+mod third_party;
 mod vehicles;

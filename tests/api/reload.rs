@@ -1,0 +1,221 @@
+//! Hot reload: exports replaced by rename, by overwrite, half-written, broken; SIGHUP; ETags.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn rows(n: u32) -> Vec<Row> {
+    (1..=n).map(|i| Row::new(i, "Fiat", &format!("Modelo {i:02}"), 2020, "Compacto", "Flex")).collect()
+}
+
+fn version(app: &TestApp) -> String {
+    let r = app.raw("GET", "/readyz").send();
+    r.json()["dataset"]["version"].as_str().unwrap().to_string()
+}
+
+fn total(app: &TestApp) -> u64 {
+    let (_, body) = app.get("/catalog/vehicles?page_size=1");
+    body["data"]["meta"]["pagination"]["total"].as_u64().unwrap()
+}
+
+/// Waits until the served version differs from `old`; panics after 15 s.
+fn wait_for_new_version(app: &TestApp, old: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let v = version(app);
+        if v != old {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15), "no swap within 15 s; log:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until the log mentions `needle` (a refusal reason); panics after 15 s.
+fn wait_for_log(app: &TestApp, needle: &str) {
+    let start = Instant::now();
+    while !app.logs().contains(needle) {
+        assert!(start.elapsed() < Duration::from_secs(15), "log never said {needle:?}:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A client loop that records every answer (version header → total) and every failure.
+struct Load {
+    stop: Arc<AtomicBool>,
+    failures: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Vec<(String, u64)>>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(app: &TestApp, clients: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let failures = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let handles = (0..clients)
+            .map(|_| {
+                let (stop, failures, seen) = (Arc::clone(&stop), Arc::clone(&failures), Arc::clone(&seen));
+                let base = app.base.clone();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let res = Req::new("GET", &base, "/catalog/vehicles?page_size=100")
+                            .header("X-API-Key", KEY)
+                            .header("X-API-Secret", SECRET)
+                            .try_send();
+                        match res {
+                            Ok(r) if r.status == 200 => {
+                                let body: Value = r.json();
+                                let items = body["data"]["data"]["items"].as_array().unwrap().len() as u64;
+                                let total = body["data"]["meta"]["pagination"]["total"].as_u64().unwrap();
+                                assert_eq!(items, total, "a page is never a mix");
+                                let v = r.header("x-dataset-version").unwrap().to_string();
+                                seen.lock().unwrap().push((v, total));
+                            }
+                            _ => {
+                                failures.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load { stop, failures, seen, handles }
+    }
+
+    /// Stops the clients; returns (failures, answers).
+    fn finish(self) -> (usize, Vec<(String, u64)>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.handles {
+            h.join().unwrap();
+        }
+        let seen = self.seen.lock().unwrap().clone();
+        (self.failures.load(Ordering::Relaxed), seen)
+    }
+}
+
+fn assert_consistent(answers: &[(String, u64)], expected: &[(&str, u64)]) {
+    assert!(!answers.is_empty());
+    for (v, t) in answers {
+        let want = expected.iter().find(|(ev, _)| ev == v).unwrap_or_else(|| panic!("unknown version {v}"));
+        assert_eq!(*t, want.1, "version {v} always answers its own data");
+    }
+}
+
+#[test]
+fn swap_by_rename_and_by_overwrite_under_load() {
+    let dir = temp_dir("reload");
+    let data = dir.join("catalog.parquet");
+    write_rows(&rows(5), &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let v1 = version(&app);
+    assert_eq!(total(&app), 5);
+
+    let load = Load::start(&app, 3);
+    std::thread::sleep(Duration::from_millis(300));
+    let staged = dir.join("incoming.parquet");
+    write_rows(&rows(8), &staged);
+    std::fs::rename(&staged, &data).unwrap();
+    let v2 = wait_for_new_version(&app, &v1);
+    std::thread::sleep(Duration::from_millis(300));
+
+    // In-place overwrite (truncate + write).
+    write_rows(&rows(3), &data);
+    let v3 = wait_for_new_version(&app, &v2);
+    std::thread::sleep(Duration::from_millis(300));
+    let (failures, answers) = load.finish();
+    assert_eq!(failures, 0, "no request fails because of a swap");
+    assert_consistent(&answers, &[(&v1, 5), (&v2, 8), (&v3, 3)]);
+    assert!(answers.iter().any(|(v, _)| *v == v2), "the renamed file was served");
+    assert_eq!(total(&app), 3);
+    assert!(app.logs().contains("dataset swapped in"));
+}
+
+#[test]
+fn broken_exports_never_replace_good_data() {
+    let dir = temp_dir("reload-bad");
+    let data = dir.join("catalog.parquet");
+    write_rows(&rows(5), &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let v1 = version(&app);
+
+    // Corrupt bytes.
+    std::fs::write(&data, b"this is not parquet at all").unwrap();
+    wait_for_log(&app, "is not a readable Parquet file");
+    assert_eq!((version(&app), total(&app)), (v1.clone(), 5));
+
+    // A required column missing.
+    let mut df = frame(&rows(6)).drop("categoria").unwrap();
+    write_frame(&mut df, &data);
+    wait_for_log(&app, "column 'categoria': required column is missing");
+    assert_eq!((version(&app), total(&app)), (v1.clone(), 5));
+
+    // Duplicate ids.
+    let mut dup = rows(6);
+    dup[5].id = dup[0].id.clone();
+    write_rows(&dup, &data);
+    wait_for_log(&app, "column 'id', row 6: duplicate id");
+    assert_eq!((version(&app), total(&app)), (v1.clone(), 5));
+    assert!(app.logs().contains("new dataset refused; the previous one keeps serving"));
+
+    // Half-written: the first half, a pause longer than the settle time, then the rest.
+    let full_path = dir.join("full.parquet");
+    write_rows(&rows(9), &full_path);
+    let bytes = std::fs::read(&full_path).unwrap();
+    let half = bytes.len() / 2;
+    std::fs::write(&data, &bytes[..half]).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!((version(&app), total(&app)), (v1.clone(), 5), "a half-written file is never served");
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&data).unwrap();
+        f.write_all(&bytes[half..]).unwrap();
+    }
+    wait_for_new_version(&app, &v1);
+    assert_eq!(total(&app), 9);
+}
+
+#[test]
+fn sighup_reloads_and_etags_follow_the_dataset() {
+    let dir = temp_dir("reload-hup");
+    let data = dir.join("catalog.parquet");
+    write_rows(&rows(4), &data);
+    // Polling effectively off: only SIGHUP can trigger the reload.
+    let app = TestApp::serve(&dir, &data, &["--reload-interval-ms", "3600000"]);
+    let v1 = version(&app);
+
+    let first = app.get_req("/catalog/vehicles?page_size=2&marca=fiat").send();
+    assert_eq!(first.status, 200);
+    let tag = first.header("etag").unwrap().to_string();
+    assert!(tag.starts_with('"'));
+    assert_eq!(first.header("cache-control"), Some("private, no-cache"));
+    assert_eq!(first.header("x-dataset-version"), Some(v1.as_str()));
+    // Same request, parameters in another order: same tag; 304 without a body.
+    let again = app.get_req("/catalog/vehicles?marca=fiat&page_size=2").header("If-None-Match", &tag).send();
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(tag.as_str()));
+    let other = app.get_req("/catalog/vehicles?page_size=3").header("If-None-Match", &tag).send();
+    assert_eq!(other.status, 200);
+    // Errors are not cached.
+    let bad = app.get_req("/catalog/vehicles?page=0").send();
+    assert_eq!((bad.status, bad.header("etag"), bad.header("cache-control")), (400, None, Some("no-store")));
+
+    write_rows(&rows(7), &data);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(version(&app), v1, "no polling: nothing changes before SIGHUP");
+    let status = std::process::Command::new("kill").arg("-HUP").arg(app.pid().to_string()).status().unwrap();
+    assert!(status.success());
+    let v2 = wait_for_new_version(&app, &v1);
+    assert!(app.logs().contains("SIGHUP"));
+    assert_eq!(total(&app), 7);
+
+    let after = app.get_req("/catalog/vehicles?page_size=2&marca=fiat").header("If-None-Match", &tag).send();
+    assert_eq!(after.status, 200, "the old tag no longer matches");
+    assert_ne!(after.header("etag"), Some(tag.as_str()));
+    assert_eq!(after.header("x-dataset-version"), Some(v2.as_str()));
+}
