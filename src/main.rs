@@ -58,6 +58,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&args.log).context("invalid --log filter")?)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cost = args.cost()?;
     let credentials = Credentials::load(&args.credentials)?;

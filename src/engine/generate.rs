@@ -2,7 +2,7 @@
 //!
 //! [`generate_catalog`] builds a frame with the service's input schema (see the column list in
 //! [`COLUMNS`]) from a hand-written Brazilian light-vehicle model table plus a small in-file PRNG
-//! (SplitMix64-seeded xoshiro256**), so the same `(rows, seed)` always yields the same frame.
+//! (`xoshiro256**` seeded through SplitMix64), so the same `(rows, seed)` always yields the same frame.
 //! [`write_parquet`] persists a frame as Parquet (zstd, column statistics on).
 
 use std::collections::HashSet;
@@ -89,8 +89,8 @@ impl Rng {
         lo + (hi - lo) * self.f64()
     }
 
-    /// Uniform index in 0..n (n > 0).
-    fn index(&mut self, n: usize) -> usize {
+    /// Uniform integer in 0..n (n > 0).
+    fn below(&mut self, n: usize) -> usize {
         debug_assert!(n > 0);
         ((self.next_u64() as u128 * n as u128) >> 64) as usize
     }
@@ -98,11 +98,11 @@ impl Rng {
     /// Uniform integer in lo..=hi.
     fn range(&mut self, lo: i32, hi: i32) -> i32 {
         debug_assert!(lo <= hi);
-        lo + self.index((hi - lo + 1) as usize) as i32
+        lo + self.below((hi - lo + 1) as usize) as i32
     }
 
     fn choice<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.index(items.len())]
+        &items[self.below(items.len())]
     }
 
     /// Index drawn proportionally to `weights` (all >= 0, sum > 0).
@@ -192,7 +192,7 @@ impl Cat {
         }
     }
 
-    fn index(self) -> usize {
+    fn ordinal(self) -> usize {
         ALL_CATS.iter().position(|c| *c == self).unwrap_or(0)
     }
 
@@ -420,7 +420,6 @@ fn md(
 
 // Trim vocabularies shared by several models.
 const T_FIAT: &[&str] = &["Attractive", "Drive", "Trekking", "Precision", "Audace"];
-const T_VW: &[&str] = &["Trendline", "Comfortline", "Highline", "Sense", "TSI"];
 const T_GM: &[&str] = &["LT", "LTZ", "Premier", "RS", "Midnight"];
 const T_TOY: &[&str] = &["GLi", "XEi", "Altis", "XRE", "XS"];
 const T_HYU: &[&str] = &["Sense", "Comfort", "Limited", "Platinum", "Ultimate"];
@@ -428,7 +427,6 @@ const T_REN: &[&str] = &["Zen", "Intense", "Iconic", "Life", "Expression"];
 const T_JEEP: &[&str] = &["Sport", "Longitude", "Limited", "Trailhawk", "Série S"];
 const T_HON: &[&str] = &["LX", "EX", "EXL", "Touring", "Advance"];
 const T_NIS: &[&str] = &["Sense", "Advance", "Exclusive", "XE", "SL"];
-const T_FORD: &[&str] = &["SE", "SEL", "Titanium", "XLS", "Storm"];
 const T_PICK: &[&str] = &["XL", "XLS", "XLT", "Limited", "SR"];
 const T_PEU: &[&str] = &["Active", "Allure", "Griffe", "GT", "Style"];
 const T_CIT: &[&str] = &["Live", "Feel", "Shine", "Rivers", "First Edition"];
@@ -452,6 +450,7 @@ const T_EVN: &[&str] = &["Standard", "Plus", "Long Range", "Performance", "Premi
 const T_SPORT: &[&str] = &["Coupé", "Cabriolet", "Performance", "Competition", "GT"];
 
 /// The model table. Order matters only for determinism; it is a plain Vec (no hash iteration).
+#[rustfmt::skip] // one model per block reads better than rustfmt's one-argument-per-line layout
 fn catalog() -> Vec<Model> {
     use Cat::*;
     use Fuel::{Flex as FL, Gasolina as GA};
@@ -1405,24 +1404,12 @@ struct Cols {
 
 impl Cols {
     fn with_capacity(n: usize) -> Self {
-        Cols {
-            id: Vec::with_capacity(n),
-            versao: Vec::with_capacity(n),
-            ..Default::default()
-        }
+        Cols { id: Vec::with_capacity(n), versao: Vec::with_capacity(n), ..Default::default() }
     }
 }
 
-const VERSION_SUFFIXES: [&str; 8] = [
-    "Pack",
-    "Plus",
-    "Tech",
-    "Connect",
-    "Edição Especial",
-    "Série Limitada",
-    "Black Edition",
-    "Launch Edition",
-];
+const VERSION_SUFFIXES: [&str; 8] =
+    ["Pack", "Plus", "Tech", "Connect", "Edição Especial", "Série Limitada", "Black Edition", "Launch Edition"];
 
 /// Builds `rows` synthetic catalog rows; the same (rows, seed) always gives the same frame.
 pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
@@ -1505,7 +1492,6 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
         let eff_mean = 0.5 * (city + hwy);
 
         let n2 = rng.uniform(0.96, 1.04);
-        let is_gas_like = matches!(fuel, Fuel::Flex | Fuel::Gasolina);
         let mj = match (p.prop, fuel) {
             (Prop::Ev, _) => (18.0 / eff_mean * n2).clamp(0.3, 0.6),
             (Prop::Phev, _) => (20.0 / eff_mean * n2).clamp(0.6, 1.0),
@@ -1531,31 +1517,13 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
         let l7 = if ano >= 2022 { 0.75 } else { 1.0 };
         let (nmhc, co, nox) = match (p.prop, fuel) {
             (Prop::Ev, _) => (0.0, 0.0, 0.0),
-            (Prop::Phev, _) => (
-                rng.uniform(0.005, 0.015),
-                rng.uniform(0.1, 0.3),
-                rng.uniform(0.005, 0.012),
-            ),
-            (Prop::Hev, _) => (
-                rng.uniform(0.005, 0.02),
-                rng.uniform(0.1, 0.4),
-                rng.uniform(0.005, 0.015),
-            ),
-            (_, Fuel::Diesel) => (
-                rng.uniform(0.005, 0.03),
-                rng.uniform(0.1, 0.5),
-                rng.uniform(0.035, 0.08),
-            ),
-            (_, Fuel::Etanol) => (
-                rng.uniform(0.015, 0.05) * l7,
-                rng.uniform(0.2, 1.0) * l7,
-                rng.uniform(0.01, 0.04) * l7,
-            ),
-            (_, Fuel::Gnv) => (
-                rng.uniform(0.005, 0.02),
-                rng.uniform(0.1, 0.6),
-                rng.uniform(0.01, 0.05),
-            ),
+            (Prop::Phev, _) => (rng.uniform(0.005, 0.015), rng.uniform(0.1, 0.3), rng.uniform(0.005, 0.012)),
+            (Prop::Hev, _) => (rng.uniform(0.005, 0.02), rng.uniform(0.1, 0.4), rng.uniform(0.005, 0.015)),
+            (_, Fuel::Diesel) => (rng.uniform(0.005, 0.03), rng.uniform(0.1, 0.5), rng.uniform(0.035, 0.08)),
+            (_, Fuel::Etanol) => {
+                (rng.uniform(0.015, 0.05) * l7, rng.uniform(0.2, 1.0) * l7, rng.uniform(0.01, 0.04) * l7)
+            }
+            (_, Fuel::Gnv) => (rng.uniform(0.005, 0.02), rng.uniform(0.1, 0.6), rng.uniform(0.01, 0.05)),
             _ => {
                 let sport = if cat == Cat::Esp { 1.25 } else { 1.0 };
                 (
@@ -1629,11 +1597,8 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
         pbe_null.push((rng.chance(0.03), rng.chance(0.03)));
 
         // ---- version text and unique id -----------------------------------------------------
-        let mut versao = if p.prop == Prop::Ev {
-            trim.to_string()
-        } else {
-            format!("{trim} {} {}", p.motor, trans.abbr())
-        };
+        let mut versao =
+            if p.prop == Prop::Ev { trim.to_string() } else { format!("{trim} {} {}", p.motor, trans.abbr()) };
         match fuel {
             Fuel::Etanol => versao.push_str(" E100"),
             Fuel::Gnv => versao.push_str(" GNV"),
@@ -1698,7 +1663,7 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
     let mut cat_class = vec!["C"; rows];
     let mut by_cat: Vec<Vec<usize>> = vec![Vec::new(); ALL_CATS.len()];
     for (i, cat) in cat_of.iter().enumerate() {
-        by_cat[cat.index()].push(i);
+        by_cat[cat.ordinal()].push(i);
     }
     for idx in by_cat.iter_mut() {
         idx.sort_by(|a, b| mj_true[*a].total_cmp(&mj_true[*b]).then(a.cmp(b)));
@@ -1707,10 +1672,9 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
             cat_class[*i] = pbe_class(rank * 5 / n.max(1));
         }
     }
-    for i in 0..rows {
-        let (null_cat, null_geral) = pbe_null[i];
-        c.pbe_cat.push(if null_cat { None } else { Some(cat_class[i]) });
-        c.pbe_geral.push(if null_geral { None } else { Some(pbe_general(mj_true[i])) });
+    for ((&(null_cat, null_geral), class), mj) in pbe_null.iter().zip(&cat_class).zip(&mj_true) {
+        c.pbe_cat.push(if null_cat { None } else { Some(*class) });
+        c.pbe_geral.push(if null_geral { None } else { Some(pbe_general(*mj)) });
     }
 
     let columns = vec![
@@ -1747,17 +1711,376 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
 /// Writes a frame to Parquet (zstd compression, column statistics on), creating parent dirs.
 pub fn write_parquet(df: &mut DataFrame, path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("creating directory {}", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating directory {}", dir.display()))?;
     }
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = BufWriter::new(file);
-    ParquetWriter::new(&mut out)
+    let written = ParquetWriter::new(&mut out)
         .with_compression(ParquetCompression::Zstd(None))
         // min / max / null-count statistics per column chunk.
         .with_statistics(StatisticsOptions::default())
-        .finish(df)
-        .with_context(|| format!("writing Parquet to {}", path.display()))?;
+        .finish(df);
+    // Both anyhow::Context and polars' PolarsContext apply to PolarsResult; pick anyhow's.
+    anyhow::Context::with_context(written, || format!("writing Parquet to {}", path.display()))?;
     out.flush().with_context(|| format!("flushing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn strs(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+        df.column(name).unwrap().str().unwrap().iter().map(|v| v.map(str::to_string)).collect()
+    }
+
+    fn floats(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+        df.column(name).unwrap().f64().unwrap().iter().collect()
+    }
+
+    fn big() -> DataFrame {
+        generate_catalog(12_000, 7).unwrap()
+    }
+
+    #[test]
+    fn generate_is_deterministic() {
+        let a = generate_catalog(3_000, 42).unwrap();
+        let b = generate_catalog(3_000, 42).unwrap();
+        assert!(a.equals_missing(&b));
+        let c = generate_catalog(3_000, 43).unwrap();
+        assert!(!a.equals_missing(&c));
+    }
+
+    #[test]
+    fn generate_schema_matches_service_input() {
+        let df = generate_catalog(50, 1).unwrap();
+        let names: Vec<&str> = df.get_column_names().iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, COLUMNS.to_vec());
+        let expect = |name: &str| -> DataType {
+            match name {
+                "ano" | "transmissao_marchas" => DataType::Int32,
+                "ar_condicionado" => DataType::Boolean,
+                n if n.starts_with("eficiencia") || n.ends_with("_g_km") || n.ends_with("_km") || n == "tanque_l" => {
+                    DataType::Float64
+                }
+                _ => DataType::String,
+            }
+        };
+        for col in df.columns() {
+            assert_eq!(col.dtype(), &expect(col.name().as_str()), "dtype of {}", col.name());
+        }
+        assert_eq!(df.height(), 50);
+        assert_eq!(generate_catalog(0, 1).unwrap().height(), 0);
+    }
+
+    #[test]
+    fn generate_ids_unique_valid_v5() {
+        let df = big();
+        let ids = strs(&df, "id");
+        let marca = strs(&df, "marca");
+        let modelo = strs(&df, "modelo");
+        let versao = strs(&df, "versao");
+        let motor = strs(&df, "motor");
+        let trans = strs(&df, "transmissao_tipo");
+        let ano: Vec<Option<i32>> = df.column("ano").unwrap().i32().unwrap().iter().collect();
+        let mut seen = HashSet::new();
+        for i in 0..df.height() {
+            let id = ids[i].as_deref().unwrap();
+            let u = Uuid::parse_str(id).unwrap();
+            assert_eq!(u.get_version_num(), 5);
+            assert_eq!(id, u.hyphenated().to_string(), "lowercase hyphenated");
+            assert!(seen.insert(id.to_string()), "duplicate id {id}");
+            let key = format!(
+                "{}|{}|{}|{}|{}|{}",
+                marca[i].as_deref().unwrap(),
+                modelo[i].as_deref().unwrap(),
+                versao[i].as_deref().unwrap(),
+                ano[i].unwrap(),
+                motor[i].as_deref().unwrap_or(""),
+                trans[i].as_deref().unwrap_or(""),
+            );
+            assert_eq!(u, Uuid::new_v5(&Uuid::NAMESPACE_OID, key.as_bytes()));
+        }
+        assert_eq!(df.column("id").unwrap().n_unique().unwrap(), df.height());
+    }
+
+    #[test]
+    fn generate_required_columns_and_coverage() {
+        let df = big();
+        for name in [
+            "id",
+            "marca",
+            "modelo",
+            "versao",
+            "categoria",
+            "ano",
+            "tipo_propulsao",
+            "combustivel_tipo",
+            "direcao_assistida_tipo",
+        ] {
+            assert_eq!(df.column(name).unwrap().null_count(), 0, "{name} has nulls");
+        }
+        let ano = df.column("ano").unwrap().i32().unwrap();
+        assert!(ano.iter().all(|y| (2012..=2026).contains(&y.unwrap())));
+
+        let distinct = |name: &str| -> BTreeSet<String> { strs(&df, name).into_iter().flatten().collect() };
+        assert!(distinct("marca").len() >= 30, "brands: {}", distinct("marca").len());
+        let cats: BTreeSet<String> = ALL_CATS.iter().map(|c| c.name().to_string()).collect();
+        assert_eq!(distinct("categoria"), cats);
+        let props: BTreeSet<String> =
+            ["Combustão", "Híbrido", "Híbrido Plug-in", "Elétrico"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(distinct("tipo_propulsao"), props);
+        let fuels: BTreeSet<String> =
+            ["Flex", "Gasolina", "Diesel", "Elétrico", "Etanol", "GNV"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(distinct("combustivel_tipo"), fuels);
+        assert_eq!(distinct("direcao_assistida_tipo").len(), 4);
+        assert_eq!(distinct("transmissao_tipo").len(), 4);
+
+        // Flex is the majority fuel, a few Etanol / GNV.
+        let fuel = strs(&df, "combustivel_tipo");
+        let count = |f: &str| fuel.iter().filter(|v| v.as_deref() == Some(f)).count();
+        assert!(count("Flex") * 2 > df.height());
+        assert!((5..300).contains(&count("Etanol")));
+        assert!((5..300).contains(&count("GNV")));
+
+        // Every nullable column has some nulls, but only a few %.
+        for name in COLUMNS {
+            let nulls = df.column(name).unwrap().null_count();
+            if [
+                "eficiencia_cidade_etanol_km_l",
+                "eficiencia_estrada_etanol_km_l",
+                "autonomia_eletrica_km",
+                "tanque_l",
+                "transmissao_marchas",
+            ]
+            .contains(&name)
+            {
+                continue; // structurally null for some propulsions
+            }
+            if nulls > 0 {
+                assert!(nulls < df.height() / 10, "{name}: {nulls} nulls");
+            }
+        }
+        for name in [
+            "motor",
+            "transmissao_tipo",
+            "ar_condicionado",
+            "eficiencia_cidade_km_l",
+            "eficiencia_estrada_km_l",
+            "consumo_energetico_mj_km",
+            "co2_fossil_g_km",
+            "nmhc_g_km",
+            "co_g_km",
+            "nox_g_km",
+            "classificacao_pbe_categoria",
+            "classificacao_pbe_geral",
+        ] {
+            assert!(df.column(name).unwrap().null_count() > 0, "{name} never null");
+        }
+        let city = floats(&df, "eficiencia_cidade_km_l");
+        let hwy = floats(&df, "eficiencia_estrada_km_l");
+        let both = (0..df.height()).filter(|i| city[*i].is_none() && hwy[*i].is_none()).count();
+        let only_city = (0..df.height()).filter(|i| city[*i].is_none() && hwy[*i].is_some()).count();
+        let only_hwy = (0..df.height()).filter(|i| city[*i].is_some() && hwy[*i].is_none()).count();
+        assert!(both > 0 && only_city > 0 && only_hwy > 0);
+    }
+
+    #[test]
+    fn generate_values_consistent() {
+        let df = big();
+        let n = df.height();
+        let prop = strs(&df, "tipo_propulsao");
+        let fuel = strs(&df, "combustivel_tipo");
+        let cat = strs(&df, "categoria");
+        let city = floats(&df, "eficiencia_cidade_km_l");
+        let hwy = floats(&df, "eficiencia_estrada_km_l");
+        let city_e = floats(&df, "eficiencia_cidade_etanol_km_l");
+        let hwy_e = floats(&df, "eficiencia_estrada_etanol_km_l");
+        let mj = floats(&df, "consumo_energetico_mj_km");
+        let co2 = floats(&df, "co2_fossil_g_km");
+        let nmhc = floats(&df, "nmhc_g_km");
+        let co = floats(&df, "co_g_km");
+        let nox = floats(&df, "nox_g_km");
+        let range = floats(&df, "autonomia_eletrica_km");
+        let tank = floats(&df, "tanque_l");
+
+        let mut ev_rows = 0;
+        let mut ratio_checked = 0;
+        for i in 0..n {
+            let p = prop[i].as_deref().unwrap();
+            let f = fuel[i].as_deref().unwrap();
+            match p {
+                "Elétrico" => {
+                    ev_rows += 1;
+                    assert_eq!(f, "Elétrico");
+                    if let Some(v) = co2[i] {
+                        assert_eq!(v, 0.0);
+                    }
+                    if let Some(r) = range[i] {
+                        assert!((200.0..=600.0).contains(&r), "EV range {r}");
+                    }
+                    assert!(tank[i].is_none());
+                    if let Some(m) = mj[i] {
+                        assert!((0.3..=0.6).contains(&m));
+                    }
+                    for v in [nmhc[i], co[i], nox[i]].into_iter().flatten() {
+                        assert_eq!(v, 0.0);
+                    }
+                }
+                "Híbrido Plug-in" => {
+                    if let Some(r) = range[i] {
+                        assert!((40.0..=100.0).contains(&r), "PHEV range {r}");
+                    }
+                    if let Some(v) = co2[i] {
+                        assert!((30.0..=70.0).contains(&v));
+                    }
+                }
+                _ => assert!(range[i].is_none()),
+            }
+            if f == "Flex" {
+                for (g, e) in [(city[i], city_e[i]), (hwy[i], hwy_e[i])] {
+                    if let (Some(g), Some(e)) = (g, e) {
+                        let r = e / g;
+                        assert!((0.655..=0.745).contains(&r), "ethanol ratio {r} ({e}/{g})");
+                        ratio_checked += 1;
+                    }
+                }
+            } else {
+                assert!(city_e[i].is_none() && hwy_e[i].is_none());
+            }
+            if p == "Combustão" {
+                if let (Some(c), Some(h)) = (city[i], hwy[i]) {
+                    assert!(h > c, "highway {h} <= city {c}");
+                }
+            }
+            if f == "Diesel" {
+                if let Some(v) = co2[i] {
+                    assert!((200.0..=300.0).contains(&v));
+                }
+            }
+            if cat[i].as_deref() == Some("Picape") {
+                if let Some(t) = tank[i] {
+                    assert!((70.0..=80.0).contains(&t));
+                }
+            }
+            if let Some(t) = tank[i] {
+                assert!((35.0..=80.0).contains(&t));
+            }
+            if p != "Elétrico" {
+                if let Some(v) = nmhc[i] {
+                    assert!((0.005..=0.05).contains(&v));
+                }
+                if let Some(v) = co[i] {
+                    assert!((0.1..=1.3).contains(&v));
+                }
+                if let Some(v) = nox[i] {
+                    assert!((0.005..=0.08).contains(&v));
+                }
+            }
+        }
+        assert!(ev_rows > 100, "EV rows {ev_rows}");
+        assert!(ratio_checked > 1000);
+    }
+
+    #[test]
+    fn generate_eco_and_co2_bands_populated() {
+        let df = big();
+        let mj = floats(&df, "consumo_energetico_mj_km");
+        let co2 = floats(&df, "co2_fossil_g_km");
+        let nmhc = floats(&df, "nmhc_g_km");
+        let co = floats(&df, "co_g_km");
+        let nox = floats(&df, "nox_g_km");
+        let mut eco_bands = [0usize; 4];
+        let mut co2_bands = [0usize; 4];
+        for i in 0..df.height() {
+            if let Some(c) = co2[i] {
+                co2_bands[if c < 100.0 {
+                    0
+                } else if c < 130.0 {
+                    1
+                } else if c < 180.0 {
+                    2
+                } else {
+                    3
+                }] += 1;
+            }
+            let (Some(m), Some(c), Some(a), Some(b), Some(x)) = (mj[i], co2[i], nmhc[i], co[i], nox[i]) else {
+                continue;
+            };
+            let ie = (100.0 * (3.0 - m) / 2.7).clamp(0.0, 100.0);
+            let ic = (100.0 * (250.0 - c) / 250.0).clamp(0.0, 100.0);
+            let ip = (100.0 * (1.0 - (a / 0.05 + b / 1.3 + x / 0.08) / 3.0)).clamp(0.0, 100.0);
+            let eco = 0.45 * ie + 0.35 * ic + 0.20 * ip;
+            eco_bands[if eco < 40.0 {
+                0
+            } else if eco < 60.0 {
+                1
+            } else if eco < 80.0 {
+                2
+            } else {
+                3
+            }] += 1;
+        }
+        assert!(eco_bands.iter().all(|c| *c >= 100), "eco bands {eco_bands:?}");
+        assert!(co2_bands.iter().all(|c| *c >= 100), "co2 bands {co2_bands:?}");
+    }
+
+    #[test]
+    fn generate_pbe_classes_follow_efficiency() {
+        let df = big();
+        let cat = strs(&df, "categoria");
+        let cls = strs(&df, "classificacao_pbe_categoria");
+        let mj = floats(&df, "consumo_energetico_mj_km");
+        // Within the "Compacto" category, mean MJ/km must increase from class A to class E.
+        let mut sums = [(0.0f64, 0usize); 5];
+        for i in 0..df.height() {
+            if cat[i].as_deref() != Some("Compacto") {
+                continue;
+            }
+            if let (Some(c), Some(m)) = (cls[i].as_deref(), mj[i]) {
+                let k = (c.as_bytes()[0] - b'A') as usize;
+                sums[k].0 += m;
+                sums[k].1 += 1;
+            }
+        }
+        let means: Vec<f64> = sums.iter().map(|(s, n)| s / *n as f64).collect();
+        assert!(means.windows(2).all(|w| w[0] <= w[1]), "{means:?}");
+    }
+
+    #[test]
+    fn generate_is_fast() {
+        let t = std::time::Instant::now();
+        let df = generate_catalog(12_000, 99).unwrap();
+        let dt = t.elapsed();
+        assert_eq!(df.height(), 12_000);
+        if !cfg!(debug_assertions) {
+            assert!(dt.as_millis() < 1_000, "took {dt:?}");
+        }
+    }
+
+    #[test]
+    fn generate_parquet_round_trip() {
+        let mut df = generate_catalog(500, 5).unwrap();
+        let dir = std::env::temp_dir().join(format!("eco-gen-test-{}", std::process::id()));
+        let path = dir.join("sub").join("catalog.parquet");
+        write_parquet(&mut df, &path).unwrap();
+        let back = ParquetReader::new(File::open(&path).unwrap()).finish().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(df.equals_missing(&back));
+    }
+
+    #[test]
+    fn generate_catalog_table_is_sane() {
+        for m in catalog() {
+            assert!(!m.pts.is_empty() && !m.trims.is_empty(), "{}", m.modelo);
+            for p in &m.pts {
+                assert!(2012 <= p.y0 && p.y0 <= p.y1 && p.y1 <= 2026, "{} {}", m.modelo, p.motor);
+                if p.prop == Prop::Ev {
+                    assert!(p.y0 >= 2019, "{}", m.modelo);
+                }
+            }
+        }
+    }
 }
