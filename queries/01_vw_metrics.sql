@@ -47,8 +47,11 @@ SELECT
         CASE combustivel_fold
             -- MJ/km to kWh/km: divide by 3.6
             WHEN 'eletrico' THEN {{km_ano}} * consumo_energetico_mj_km / 3.6 * {{preco_kwh}}
-            -- the cheaper of the two fuels; LEAST skips a missing one on purpose
-            WHEN 'flex' THEN LEAST(litros_ano * {{preco_gasolina}}, litros_etanol_ano * {{preco_etanol}})
+            -- the cheaper of the two fuels; both are needed (a missing input gives no cost)
+            WHEN 'flex' THEN CASE
+                WHEN litros_ano IS NULL OR litros_etanol_ano IS NULL THEN NULL
+                ELSE LEAST(litros_ano * {{preco_gasolina}}, litros_etanol_ano * {{preco_etanol}})
+            END
             WHEN 'gasolina' THEN litros_ano * {{preco_gasolina}}
             WHEN 'etanol' THEN litros_ano * {{preco_etanol}}
             WHEN 'diesel' THEN litros_ano * {{preco_diesel}}

@@ -9,12 +9,7 @@ use super::load::{folded_name, FOLDED};
 
 /// Lower case, canonical decomposition, combining marks removed: "Elétrico" → "eletrico".
 pub fn fold(e: Expr) -> Expr {
-    e.str()
-        .normalize(UnicodeForm::NFD)
-        .str()
-        .replace_all(lit(r"\p{M}"), lit(""), false)
-        .str()
-        .to_lowercase()
+    e.str().normalize(UnicodeForm::NFD).str().replace_all(lit(r"\p{M}"), lit(""), false).str().to_lowercase()
 }
 
 /// Folds one filter value with exactly the expression used on the columns.
@@ -140,10 +135,7 @@ pub fn sorted(lf: LazyFrame, keys: &[(&str, bool)]) -> LazyFrame {
     let mut desc: Vec<bool> = keys.iter().map(|(_, d)| *d).collect();
     exprs.push(col("id"));
     desc.push(false);
-    lf.sort_by_exprs(
-        exprs,
-        SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true),
-    )
+    lf.sort_by_exprs(exprs, SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true))
 }
 
 /// Counts the rows of `lf` and collects the requested page of it (already sorted).

@@ -1,1 +1,469 @@
-//! insights (in progress).
+//! Insights and aggregations (spec endpoints 10–14): the summary, the efficiency and eco-score
+//! lists, the emissions summary and the per-brand aggregation, as lazy aggregations over the
+//! filtered served frame. Every average is taken over the published (already rounded)
+//! per-vehicle values, ignores nulls, and is itself rounded to 2 decimals, half to even.
+
+use polars::prelude::*;
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::filters::{paginate, sorted, Filters, Page, PageRequest, Pagination};
+use super::snapshot::{Snapshot, Vehicle, ROW};
+
+const ECO_SCORE: &str = "eco_score";
+const CONSUMO: &str = "consumo_referencia";
+const CO2: &str = "co2_referencia_g_km";
+const EFICIENCIA: &str = "eficiencia_media_referencia";
+
+/// Number of categories in `melhoresCategorias` and in `pioresCategorias`.
+pub const CATEGORY_LIST_LEN: u32 = 3;
+
+/// One band of a distribution. A band holds the values in (previous band's `upper`, `upper`]:
+/// the first band also holds everything at or below its `upper` (0 included), and a band without
+/// `upper` (the last) everything above the previous one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Band {
+    pub faixa: &'static str,
+    pub upper: Option<f64>,
+}
+
+/// The eco-score bands of `distribuicaoEcoScore`, in the order they are listed.
+pub const ECO_SCORE_BANDS: [Band; 4] = [
+    Band { faixa: "0-40", upper: Some(40.0) },
+    Band { faixa: "40-60", upper: Some(60.0) },
+    Band { faixa: "60-80", upper: Some(80.0) },
+    Band { faixa: "80-100", upper: None },
+];
+
+/// The CO2 bands (g/km) of the emissions `distribuicao`, in the order they are listed.
+pub const CO2_BANDS: [Band; 4] = [
+    Band { faixa: "0-100", upper: Some(100.0) },
+    Band { faixa: "100-130", upper: Some(130.0) },
+    Band { faixa: "130-180", upper: Some(180.0) },
+    Band { faixa: "180+", upper: None },
+];
+
+/// `mediasGerais`: means over the filtered vehicles (null when no vehicle has the value).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MediasGerais {
+    /// Mean eco score (0–100), 2 decimals.
+    #[schema(required = true, example = 55.38)]
+    pub eco_score_medio: Option<f64>,
+    /// Mean of consumo_referencia (MJ/km), 2 decimals.
+    #[schema(required = true, example = 1.27)]
+    pub consumo_medio: Option<f64>,
+    /// Mean of co2_referencia_g_km (g/km), 2 decimals.
+    #[schema(required = true, example = 112.22)]
+    pub emissao_media: Option<f64>,
+}
+
+/// A category and its mean eco score.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CategoriaEcoScore {
+    #[schema(example = "SUV")]
+    pub categoria: String,
+    /// Mean eco score of the category's scored vehicles, 2 decimals.
+    #[schema(example = 72.45)]
+    pub eco_score_medio: f64,
+}
+
+/// How many vehicles fall in one band.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FaixaTotal {
+    /// Band label, e.g. "0-40" (lower bound exclusive, upper inclusive; 0 is in the first band).
+    #[schema(example = "40-60")]
+    pub faixa: String,
+    pub total: u64,
+}
+
+/// `GET /insights/summary`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InsightsSummary {
+    pub medias_gerais: MediasGerais,
+    /// Up to 3 categories with the highest mean eco score, best first (ties: categoria ascending).
+    pub melhores_categorias: Vec<CategoriaEcoScore>,
+    /// Up to 3 categories with the lowest mean eco score, worst first (ties: categoria ascending).
+    pub piores_categorias: Vec<CategoriaEcoScore>,
+    /// Always the four bands "0-40", "40-60", "60-80", "80-100", in that order.
+    pub distribuicao_eco_score: Vec<FaixaTotal>,
+}
+
+/// An item of `GET /insights/efficiency`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EfficiencyItem {
+    pub vehicle_id: Uuid,
+    #[schema(example = "Fiat")]
+    pub marca: String,
+    #[schema(example = "Argo")]
+    pub modelo: String,
+    #[schema(example = "1.0 MT")]
+    pub versao: String,
+    #[schema(example = 2024)]
+    pub ano: i32,
+    #[schema(example = "Compacto")]
+    pub categoria: String,
+    #[schema(example = "Flex")]
+    pub combustivel_tipo: String,
+    /// Mean of city and highway efficiency (km/unidade), 2 decimals.
+    #[schema(example = 13.5)]
+    pub eficiencia_media_referencia: f64,
+    /// MJ/km, 2 decimals.
+    #[schema(required = true)]
+    pub consumo_referencia: Option<f64>,
+    /// km, 2 decimals.
+    #[schema(required = true)]
+    pub autonomia_km: Option<f64>,
+}
+
+/// An item of `GET /insights/eco-scores`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EcoScoreItem {
+    pub vehicle_id: Uuid,
+    #[schema(example = "Fiat")]
+    pub marca: String,
+    #[schema(example = "Argo")]
+    pub modelo: String,
+    #[schema(example = "1.0 MT")]
+    pub versao: String,
+    #[schema(example = 2024)]
+    pub ano: i32,
+    #[schema(example = "Compacto")]
+    pub categoria: String,
+    /// Eco score 0–100, 1 decimal.
+    #[schema(example = 63.4)]
+    pub eco_score: f64,
+    /// Band of the score: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80).
+    #[schema(example = "Bom")]
+    pub faixa: String,
+}
+
+/// A group and its mean.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct GrupoMedia {
+    #[schema(example = "Flex")]
+    pub grupo: String,
+    /// Mean CO2 (g/km) of the group, 2 decimals.
+    #[schema(example = 112.5)]
+    pub media: f64,
+}
+
+/// `GET /insights/emissions`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmissionsSummary {
+    /// Mean CO2 by categoria, ascending by media then grupo; categories without CO2 are left out.
+    pub media_por_categoria: Vec<GrupoMedia>,
+    /// Mean CO2 by combustivel_tipo, ascending by media then grupo; fuels without CO2 are left out.
+    pub media_por_combustivel: Vec<GrupoMedia>,
+    /// Always the four bands "0-100", "100-130", "130-180", "180+", in that order.
+    pub distribuicao: Vec<FaixaTotal>,
+}
+
+/// An item of `GET /aggregations/by-brand`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandAggregate {
+    /// The brand (marca).
+    #[schema(example = "Fiat")]
+    pub grupo: String,
+    /// Filtered vehicles of the brand.
+    #[schema(example = 12)]
+    pub quantidade_veiculos: u64,
+    /// Mean consumo_referencia (MJ/km), 2 decimals; null when no vehicle of the brand has one.
+    #[schema(required = true)]
+    pub consumo_medio: Option<f64>,
+    /// Mean co2_referencia_g_km (g/km), 2 decimals; null when no vehicle of the brand has one.
+    #[schema(required = true)]
+    pub emissao_media: Option<f64>,
+    /// Mean eco score, 2 decimals; null when no vehicle of the brand has one.
+    #[schema(required = true)]
+    pub eco_score_medio: Option<f64>,
+}
+
+/// The mean of a published column, nulls ignored, rounded to 2 decimals (null when no value).
+fn mean2(column: &str) -> Expr {
+    col(column).cast(DataType::Float64).mean().round(2, RoundMode::HalfToEven)
+}
+
+/// One count expression per band, aliased `faixa_{i}`.
+fn band_counts(column: &str, bands: &[Band]) -> Vec<Expr> {
+    let value = || col(column).cast(DataType::Float64);
+    bands
+        .iter()
+        .enumerate()
+        .map(|(i, band)| {
+            let lower = i.checked_sub(1).and_then(|p| bands[p].upper);
+            let inside = match (lower, band.upper) {
+                (None, Some(u)) => value().lt_eq(lit(u)),
+                (Some(l), Some(u)) => value().gt(lit(l)).and(value().lt_eq(lit(u))),
+                (Some(l), None) => value().gt(lit(l)),
+                (None, None) => value().is_not_null(),
+            };
+            // Null values compare to null and are not counted.
+            inside.cast(DataType::UInt32).sum().cast(DataType::UInt64).alias(format!("faixa_{i}"))
+        })
+        .collect()
+}
+
+/// Reads the band counts of [`band_counts`] from a one-row frame.
+fn read_bands(df: &DataFrame, bands: &[Band]) -> PolarsResult<Vec<FaixaTotal>> {
+    bands
+        .iter()
+        .enumerate()
+        .map(|(i, band)| {
+            let total = u64_at(df, &format!("faixa_{i}"))?.unwrap_or(0);
+            Ok(FaixaTotal { faixa: band.faixa.to_string(), total })
+        })
+        .collect()
+}
+
+/// How many values of `column` fall in each band (zeros included, bands in the given order).
+pub fn distribution(lf: LazyFrame, column: &str, bands: &[Band]) -> PolarsResult<Vec<FaixaTotal>> {
+    let df = lf.select(band_counts(column, bands)).collect()?;
+    read_bands(&df, bands)
+}
+
+/// The rounded mean of `value` per distinct `key`, groups without a value left out, ordered by
+/// the mean (ascending or descending) then by the key ascending, at most `limit` groups.
+pub fn group_means(
+    lf: LazyFrame,
+    key: &str,
+    value: &str,
+    descending: bool,
+    limit: Option<u32>,
+) -> PolarsResult<Vec<(String, f64)>> {
+    let lf =
+        lf.group_by([col(key)]).agg([mean2(value).alias("media")]).filter(col("media").is_not_null()).sort_by_exprs(
+            [col("media"), col(key)],
+            SortMultipleOptions::default().with_order_descending_multi([descending, false]),
+        );
+    let lf = match limit {
+        Some(n) => lf.limit(n as IdxSize),
+        None => lf,
+    };
+    let df = lf.collect()?;
+    let keys = df.column(key)?.cast(&DataType::String)?;
+    let means = df.column("media")?.cast(&DataType::Float64)?;
+    Ok(keys
+        .str()?
+        .iter()
+        .zip(means.f64()?.iter())
+        .filter_map(|(k, m)| Some((k?.to_string(), m.filter(|x| x.is_finite())?)))
+        .collect())
+}
+
+fn f64_column(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
+    let c = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(c.f64()?.iter().map(|v| v.filter(|x| x.is_finite())).collect())
+}
+
+fn f64_at(df: &DataFrame, name: &str) -> PolarsResult<Option<f64>> {
+    Ok(f64_column(df, name)?.first().copied().flatten())
+}
+
+fn u64_at(df: &DataFrame, name: &str) -> PolarsResult<Option<u64>> {
+    let c = df.column(name)?.cast(&DataType::UInt64)?;
+    Ok(c.u64()?.get(0))
+}
+
+/// `GET /insights/summary` over the filtered vehicles.
+pub fn summary(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSummary> {
+    let lf = filters.apply(snapshot.lazy());
+    let mut exprs = vec![mean2(ECO_SCORE).alias("eco"), mean2(CONSUMO).alias("consumo"), mean2(CO2).alias("co2")];
+    exprs.extend(band_counts(ECO_SCORE, &ECO_SCORE_BANDS));
+    let totals = lf.clone().select(exprs).collect()?;
+    let medias_gerais = MediasGerais {
+        eco_score_medio: f64_at(&totals, "eco")?,
+        consumo_medio: f64_at(&totals, "consumo")?,
+        emissao_media: f64_at(&totals, "co2")?,
+    };
+    let categories = |descending| -> PolarsResult<Vec<CategoriaEcoScore>> {
+        Ok(group_means(lf.clone(), "categoria", ECO_SCORE, descending, Some(CATEGORY_LIST_LEN))?
+            .into_iter()
+            .map(|(categoria, eco_score_medio)| CategoriaEcoScore { categoria, eco_score_medio })
+            .collect())
+    };
+    Ok(InsightsSummary {
+        medias_gerais,
+        melhores_categorias: categories(true)?,
+        piores_categorias: categories(false)?,
+        distribuicao_eco_score: read_bands(&totals, &ECO_SCORE_BANDS)?,
+    })
+}
+
+/// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page.
+fn ranked_page<'a>(
+    snapshot: &'a Snapshot,
+    filters: &Filters,
+    metric: &str,
+    page: PageRequest,
+) -> PolarsResult<(Vec<&'a Vehicle>, Pagination)> {
+    let lf = filters.apply(snapshot.lazy()).filter(col(metric).is_not_null());
+    let lf = sorted(lf, &[(metric, true)]).select([col(ROW)]);
+    let (df, pagination) = paginate(lf, page)?;
+    Ok((snapshot.rows_of(&df)?, pagination))
+}
+
+fn missing(metric: &str, v: &Vehicle) -> PolarsError {
+    polars_err!(ComputeError: "vehicle {} has no {metric} in the served records", v.id)
+}
+
+/// `GET /insights/efficiency`: vehicles with an efficiency, by eficiencia_media_referencia
+/// descending, then id.
+pub fn efficiency(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EfficiencyItem>> {
+    let (vehicles, pagination) = ranked_page(snapshot, filters, EFICIENCIA, page)?;
+    let items = vehicles
+        .into_iter()
+        .map(|v| {
+            Ok(EfficiencyItem {
+                vehicle_id: v.id,
+                marca: v.marca.clone(),
+                modelo: v.modelo.clone(),
+                versao: v.versao.clone(),
+                ano: v.ano,
+                categoria: v.categoria.clone(),
+                combustivel_tipo: v.combustivel_tipo.clone(),
+                eficiencia_media_referencia: v.eficiencia_media_referencia.ok_or_else(|| missing(EFICIENCIA, v))?,
+                consumo_referencia: v.consumo_referencia,
+                autonomia_km: v.autonomia_km,
+            })
+        })
+        .collect::<PolarsResult<_>>()?;
+    Ok(Page { items, pagination })
+}
+
+/// `GET /insights/eco-scores`: scored vehicles, by eco score descending, then id.
+pub fn eco_scores(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EcoScoreItem>> {
+    let (vehicles, pagination) = ranked_page(snapshot, filters, ECO_SCORE, page)?;
+    let items = vehicles
+        .into_iter()
+        .map(|v| {
+            Ok(EcoScoreItem {
+                vehicle_id: v.id,
+                marca: v.marca.clone(),
+                modelo: v.modelo.clone(),
+                versao: v.versao.clone(),
+                ano: v.ano,
+                categoria: v.categoria.clone(),
+                eco_score: v.eco_score.ok_or_else(|| missing(ECO_SCORE, v))?,
+                faixa: v.eco_faixa.clone().ok_or_else(|| missing("eco_faixa", v))?,
+            })
+        })
+        .collect::<PolarsResult<_>>()?;
+    Ok(Page { items, pagination })
+}
+
+/// `GET /insights/emissions` over the filtered vehicles.
+pub fn emissions(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+    let lf = filters.apply(snapshot.lazy());
+    let by = |key: &str| -> PolarsResult<Vec<GrupoMedia>> {
+        Ok(group_means(lf.clone(), key, CO2, false, None)?
+            .into_iter()
+            .map(|(grupo, media)| GrupoMedia { grupo, media })
+            .collect())
+    };
+    Ok(EmissionsSummary {
+        media_por_categoria: by("categoria")?,
+        media_por_combustivel: by("combustivel_tipo")?,
+        distribuicao: distribution(lf.clone(), CO2, &CO2_BANDS)?,
+    })
+}
+
+/// `GET /aggregations/by-brand`: one item per brand of the filtered vehicles, by brand
+/// ascending case-insensitively, then byte-wise.
+pub fn by_brand(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+    let df = filters
+        .apply(snapshot.lazy())
+        .group_by([col("marca")])
+        .agg([
+            len().cast(DataType::UInt64).alias("quantidade"),
+            mean2(CONSUMO).alias("consumo"),
+            mean2(CO2).alias("co2"),
+            mean2(ECO_SCORE).alias("eco"),
+        ])
+        .sort_by_exprs([col("marca").str().to_lowercase(), col("marca")], SortMultipleOptions::default())
+        .collect()?;
+    let marcas = df.column("marca")?.str()?.clone();
+    let quantidade = df.column("quantidade")?.cast(&DataType::UInt64)?;
+    let (consumo, co2, eco) = (f64_column(&df, "consumo")?, f64_column(&df, "co2")?, f64_column(&df, "eco")?);
+    Ok(marcas
+        .iter()
+        .zip(quantidade.u64()?.iter())
+        .enumerate()
+        .map(|(i, (marca, n))| BrandAggregate {
+            grupo: marca.unwrap_or_default().to_string(),
+            quantidade_veiculos: n.unwrap_or(0),
+            consumo_medio: consumo[i],
+            emissao_media: co2[i],
+            eco_score_medio: eco[i],
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scores(values: &[Option<f64>]) -> LazyFrame {
+        df!("v" => values).unwrap().lazy()
+    }
+
+    fn totals(bands: Vec<FaixaTotal>) -> Vec<(String, u64)> {
+        bands.into_iter().map(|b| (b.faixa, b.total)).collect()
+    }
+
+    #[test]
+    fn band_edges_are_lower_exclusive_upper_inclusive() {
+        let lf = scores(&[Some(0.0), Some(40.0), Some(40.1), Some(60.0), Some(80.0), Some(80.1), Some(100.0), None]);
+        let got = totals(distribution(lf, "v", &ECO_SCORE_BANDS).unwrap());
+        let want: Vec<(String, u64)> =
+            [("0-40", 2), ("40-60", 2), ("60-80", 1), ("80-100", 2)].iter().map(|(f, n)| (f.to_string(), *n)).collect();
+        assert_eq!(got, want);
+        let lf = scores(&[Some(0.0), Some(100.0), Some(100.01), Some(130.0), Some(180.0), Some(180.5), Some(999.0)]);
+        let got = totals(distribution(lf, "v", &CO2_BANDS).unwrap());
+        assert_eq!(got.iter().map(|(_, n)| *n).collect::<Vec<_>>(), vec![2, 2, 1, 2]);
+        assert_eq!(
+            got.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            vec!["0-100", "100-130", "130-180", "180+"]
+        );
+    }
+
+    #[test]
+    fn empty_input_lists_every_band_with_zero() {
+        let lf = scores(&[]);
+        let got = totals(distribution(lf, "v", &CO2_BANDS).unwrap());
+        assert_eq!(got.len(), 4);
+        assert!(got.iter().all(|(_, n)| *n == 0));
+    }
+
+    #[test]
+    fn group_means_skip_nulls_round_and_order() {
+        let df = df!(
+            "k" => ["b", "a", "a", "c", "d", "e"],
+            "v" => [Some(10.0), Some(10.0), Some(10.005), None, Some(12.125), Some(10.0025)]
+        )
+        .unwrap();
+        // a: 10.0025 → 10.0 (half to even); b: 10.0; e: 10.0025 → 10.0; c has no value.
+        let asc = group_means(df.clone().lazy(), "k", "v", false, None).unwrap();
+        let keys: Vec<&str> = asc.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, vec!["a", "b", "e", "d"]);
+        assert_eq!(asc[3].1, 12.12);
+        let desc = group_means(df.lazy(), "k", "v", true, Some(2)).unwrap();
+        assert_eq!(desc, vec![("d".to_string(), 12.12), ("a".to_string(), 10.0)]);
+    }
+
+    #[test]
+    fn means_of_nothing_are_null() {
+        let df = df!("v" => [None::<f64>, None]).unwrap();
+        let out = df.lazy().select([mean2("v").alias("m")]).collect().unwrap();
+        assert_eq!(f64_at(&out, "m").unwrap(), None);
+        let empty = df!("v" => Vec::<f64>::new()).unwrap();
+        let out = empty.lazy().select([mean2("v").alias("m")]).collect().unwrap();
+        assert_eq!(f64_at(&out, "m").unwrap(), None);
+    }
+}

@@ -112,10 +112,7 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
         df.insert_column(0, Column::new(ID.into(), text)).map_err(internal)?;
     }
 
-    let folds: Vec<Expr> = FOLDED
-        .iter()
-        .map(|(_, column)| fold(col(*column)).alias(folded_name(column)))
-        .collect();
+    let folds: Vec<Expr> = FOLDED.iter().map(|(_, column)| fold(col(*column)).alias(folded_name(column))).collect();
     df.lazy().with_columns(folds).collect().map_err(internal)
 }
 

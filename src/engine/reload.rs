@@ -112,7 +112,8 @@ impl Reloader {
         let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = tokio::task::spawn_blocking(move || -> Result<Option<_>, String> {
-            let bytes = std::fs::read(&data).map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
+            let bytes = std::fs::read(&data)
+                .map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
             if current.as_deref() == Some(load::version_of(&bytes).as_str()) {
                 return Ok(None);
             }

@@ -130,10 +130,7 @@ fn push_rows(out: &mut Vec<Problem>, column: &str, rows: &[usize], rule: &str) {
         out.push(Problem::cell(column, r, rule));
     }
     if rows.len() > MAX_ROWS_PER_RULE {
-        out.push(Problem::column(
-            column,
-            format!("{rule} (and {} more rows)", rows.len() - MAX_ROWS_PER_RULE),
-        ));
+        out.push(Problem::column(column, format!("{rule} (and {} more rows)", rows.len() - MAX_ROWS_PER_RULE)));
     }
 }
 
@@ -142,10 +139,7 @@ fn null_rows(s: &Column) -> Vec<usize> {
         return Vec::new();
     }
     let mask = s.is_null();
-    mask.iter()
-        .enumerate()
-        .filter_map(|(i, v)| (v == Some(true)).then_some(i))
-        .collect()
+    mask.iter().enumerate().filter_map(|(i, v)| (v == Some(true)).then_some(i)).collect()
 }
 
 /// Checks a raw export against the input schema; returns every problem found (empty when valid).
@@ -242,11 +236,7 @@ pub fn derive_id(
     motor: Option<&str>,
     transmissao: Option<&str>,
 ) -> Uuid {
-    let key = format!(
-        "{marca}|{modelo}|{versao}|{ano}|{}|{}",
-        motor.unwrap_or(""),
-        transmissao.unwrap_or("")
-    );
+    let key = format!("{marca}|{modelo}|{versao}|{ano}|{}|{}", motor.unwrap_or(""), transmissao.unwrap_or(""));
     Uuid::new_v5(&ID_NAMESPACE, key.as_bytes())
 }
 

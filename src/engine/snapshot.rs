@@ -93,12 +93,7 @@ impl Snapshot {
     /// The vehicles of a collected frame's `row` column, in the frame's order.
     pub fn rows_of(&self, df: &DataFrame) -> PolarsResult<Vec<&Vehicle>> {
         let rows = df.column(ROW)?.cast(&DataType::UInt32)?;
-        Ok(rows
-            .u32()?
-            .iter()
-            .flatten()
-            .map(|r| &self.vehicles[r as usize])
-            .collect())
+        Ok(rows.u32()?.iter().flatten().map(|r| &self.vehicles[r as usize]).collect())
     }
 
     /// Builds a snapshot from the collected final view (see `load`).
@@ -115,10 +110,7 @@ impl Snapshot {
 /// Adds the eco-score positions (competition ranking: ties share the lowest position) and the
 /// percentile, once per dataset, so per-vehicle lookups never rank anything.
 fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
-    let rank = |e: Expr| {
-        e.rank(RankOptions { method: RankMethod::Min, descending: true }, None)
-            .cast(DataType::UInt32)
-    };
+    let rank = |e: Expr| e.rank(RankOptions { method: RankMethod::Min, descending: true }, None).cast(DataType::UInt32);
     let scored = col("eco_score").count().cast(DataType::Float64);
     let global = col("posicao_global").cast(DataType::Float64);
     view.lazy()
@@ -133,8 +125,7 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
                 .when(scored.clone().eq(lit(1.0)))
                 .then(lit(100.0))
                 .otherwise(
-                    (lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)))
-                        .round(1, RoundMode::HalfToEven),
+                    (lit(100.0) * (scored.clone() - global) / (scored - lit(1.0))).round(1, RoundMode::HalfToEven),
                 )
                 .alias("percentil"),
         )

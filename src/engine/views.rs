@@ -83,8 +83,7 @@ impl Views {
         }
         let mut statements = Vec::new();
         for file in files {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("cannot read {}", file.display()))?;
+            let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let mut sql = strip_comments(&text);
             for (key, value) in cost.placeholders() {
                 sql = sql.replace(key, &format!("{value:?}"));
@@ -101,7 +100,7 @@ impl Views {
         let mut ctx = SQLContext::new();
         ctx.register("catalog", catalog);
         for (file, stmt) in &self.statements {
-            anyhow::Context::with_context(ctx.execute(stmt), || format!("error in {}", file.display()))?;
+            let _ = anyhow::Context::with_context(ctx.execute(stmt), || format!("error in {}", file.display()))?;
         }
         if !ctx.get_tables().iter().any(|t| t == FINAL_VIEW) {
             bail!("no query creates the table {FINAL_VIEW}");
@@ -140,7 +139,8 @@ mod tests {
     fn placeholders_are_replaced_with_numbers() {
         let dir = std::env::temp_dir().join(format!("eco-views-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("01.sql"), "CREATE TABLE vw_eco_score AS SELECT {{km_ano}} AS k FROM catalog;").unwrap();
+        std::fs::write(dir.join("01.sql"), "CREATE TABLE vw_eco_score AS SELECT {{km_ano}} AS k FROM catalog;")
+            .unwrap();
         let v = Views::read(&dir, &CostConfig::default()).unwrap();
         assert_eq!(v.statements.len(), 1);
         assert!(v.statements[0].1.contains("12000.0 AS k"));

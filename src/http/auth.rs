@@ -70,7 +70,10 @@ impl Credentials {
                 bail!("a credential has an empty key");
             }
             if clients
-                .insert(e.key.clone(), Client { name: e.name, secret_sha256: hash, quota_per_minute: e.quota_per_minute })
+                .insert(
+                    e.key.clone(),
+                    Client { name: e.name, secret_sha256: hash, quota_per_minute: e.quota_per_minute },
+                )
                 .is_some()
             {
                 bail!("key '{}' is listed twice", e.key);
@@ -84,9 +87,7 @@ impl Credentials {
 
     /// Whether the public demo pair is accepted (the service warns at start-up when it is).
     pub fn demo_active(&self) -> bool {
-        self.clients
-            .get(DEMO_KEY)
-            .is_some_and(|c| bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET))))
+        self.clients.get(DEMO_KEY).is_some_and(|c| bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET))))
     }
 
     pub fn len(&self) -> usize {

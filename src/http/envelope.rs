@@ -46,6 +46,9 @@ pub struct Payload<T> {
 pub struct Envelope<T> {
     /// Always true.
     pub success: bool,
+    // Inlined: utoipa names a nested generic after its outer type only (`Payload_Items` for
+    // every `Items<T>`), so as a shared component the payloads of different operations collide.
+    #[schema(inline)]
     pub data: Payload<T>,
 }
 

@@ -87,11 +87,15 @@ impl ApiError {
     pub fn message(&self) -> String {
         match self {
             ApiError::Validation(m) | ApiError::NotFound(m) => m.clone(),
-            ApiError::Unauthorized => "Credenciais ausentes ou inválidas: envie X-API-Key e X-API-Secret válidos".into(),
+            ApiError::Unauthorized => {
+                "Credenciais ausentes ou inválidas: envie X-API-Key e X-API-Secret válidos".into()
+            }
             ApiError::MethodNotAllowed => "Método HTTP não permitido para este recurso".into(),
             ApiError::PayloadTooLarge(limit) => format!("Corpo da requisição excede o limite de {limit} bytes"),
             ApiError::UnsupportedMediaType => "Content-Type deve ser application/json".into(),
-            ApiError::RateLimited(s) => format!("Cota de requisições excedida para esta chave; tente novamente em {s} s"),
+            ApiError::RateLimited(s) => {
+                format!("Cota de requisições excedida para esta chave; tente novamente em {s} s")
+            }
             ApiError::Internal => "Erro interno do servidor".into(),
             ApiError::Unavailable => "Nenhum conjunto de dados carregado; tente novamente em instantes".into(),
         }

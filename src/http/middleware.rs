@@ -36,10 +36,7 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
 }
 
 fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"))
 }
 
 /// Rewrites any error the framework produced as plain text into the failure envelope.
@@ -61,9 +58,8 @@ pub async fn normalise_errors(req: Request, next: Next) -> Response {
 
 /// Strong ETag from the dataset version and the normalised request (path + sorted parameters).
 pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
-    let mut pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
+    let mut pairs: Vec<(String, String)> =
+        form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     pairs.sort();
     let mut h = Sha256::new();
     h.update(version.as_bytes());

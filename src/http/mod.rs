@@ -99,9 +99,7 @@ pub struct Application {
 
 impl Application {
     pub async fn bind(addr: &str, state: AppState) -> anyhow::Result<Application> {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
+        let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
         Ok(Application { listener, router: app(state) })
     }
 
@@ -110,7 +108,10 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then lets requests in flight finish.
-    pub async fn run_until(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    pub async fn run_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
         axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
     }
 }

@@ -63,9 +63,8 @@ impl QueryParams {
     /// An optional integer within `min..=max`.
     pub fn int(&self, name: &str, min: i64, max: i64) -> Result<Option<i64>, ApiError> {
         let Some(raw) = self.get(name) else { return Ok(None) };
-        let value: i64 = raw
-            .parse()
-            .map_err(|_| ApiError::validation(format!("Parâmetro '{name}' deve ser um número inteiro")))?;
+        let value: i64 =
+            raw.parse().map_err(|_| ApiError::validation(format!("Parâmetro '{name}' deve ser um número inteiro")))?;
         if value < min || value > max {
             let rule = if max == i64::MAX {
                 format!("deve ser maior ou igual a {min}")
@@ -91,9 +90,7 @@ impl QueryParams {
 
     /// The common filters (API-CONTRACT §3).
     pub fn filters(&self) -> Result<Filters, ApiError> {
-        let year = |n: &str| -> Result<Option<i32>, ApiError> {
-            Ok(self.int(n, ANO_MIN, ANO_MAX)?.map(|y| y as i32))
-        };
+        let year = |n: &str| -> Result<Option<i32>, ApiError> { Ok(self.int(n, ANO_MIN, ANO_MAX)?.map(|y| y as i32)) };
         let (ano, ano_min, ano_max) = (year("ano")?, year("ano_min")?, year("ano_max")?);
         if ano.is_some() && (ano_min.is_some() || ano_max.is_some()) {
             let other = if ano_min.is_some() { "ano_min" } else { "ano_max" };
@@ -108,10 +105,7 @@ impl QueryParams {
                 )));
             }
         }
-        let text = FILTERS
-            .iter()
-            .filter_map(|name| self.get(name).and_then(|v| TextFilter::new(name, v)))
-            .collect();
+        let text = FILTERS.iter().filter_map(|name| self.get(name).and_then(|v| TextFilter::new(name, v))).collect();
         Ok(Filters { text, ano, ano_min, ano_max })
     }
 
@@ -119,9 +113,9 @@ impl QueryParams {
     pub fn page(&self) -> Result<PageRequest, ApiError> {
         let page = match self.get("page") {
             Some(raw) => {
-                let v: i64 = raw.parse().map_err(|_| {
-                    ApiError::validation("Parâmetro 'page' deve ser um número inteiro maior que 0")
-                })?;
+                let v: i64 = raw
+                    .parse()
+                    .map_err(|_| ApiError::validation("Parâmetro 'page' deve ser um número inteiro maior que 0"))?;
                 if v < 1 {
                     return Err(ApiError::validation("Parâmetro 'page' deve ser maior que 0"));
                 }
@@ -129,9 +123,7 @@ impl QueryParams {
             }
             None => PageRequest::default().page,
         };
-        let page_size = self
-            .int("page_size", 1, MAX_PAGE_SIZE)?
-            .map_or(PageRequest::default().page_size, |v| v as u32);
+        let page_size = self.int("page_size", 1, MAX_PAGE_SIZE)?.map_or(PageRequest::default().page_size, |v| v as u32);
         Ok(PageRequest { page, page_size })
     }
 }
@@ -179,9 +171,11 @@ mod tests {
         assert!(message(parse("ano=1899").unwrap().filters()).contains("'ano' deve estar entre 1900 e 2100"));
         assert!(message(parse("ano_max=2101").unwrap().filters()).contains("'ano_max'"));
         assert!(message(parse("ano=abc").unwrap().filters()).contains("'ano' deve ser um número inteiro"));
-        assert!(message(parse("ano=2020&ano_min=2019").unwrap().filters()).contains("'ano' não pode ser combinado com 'ano_min'"));
+        assert!(message(parse("ano=2020&ano_min=2019").unwrap().filters())
+            .contains("'ano' não pode ser combinado com 'ano_min'"));
         assert!(message(parse("ano=2020&ano_max=2021").unwrap().filters()).contains("'ano_max'"));
-        assert!(message(parse("ano_min=2021&ano_max=2020").unwrap().filters()).contains("'ano_min' (2021) não pode ser maior"));
+        assert!(message(parse("ano_min=2021&ano_max=2020").unwrap().filters())
+            .contains("'ano_min' (2021) não pode ser maior"));
         let f = parse("ano_min=2020&ano_max=2020").unwrap().filters().unwrap();
         assert_eq!((f.ano_min, f.ano_max), (Some(2020), Some(2020)));
     }

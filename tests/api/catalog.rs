@@ -62,8 +62,19 @@ fn envelope_order_and_nulls() {
     assert_eq!(
         keys,
         vec![
-            "id", "marca", "modelo", "versao", "ano", "categoria", "motor", "tipo_propulsao", "combustivel_tipo",
-            "transmissao_tipo", "transmissao_marchas", "ar_condicionado", "direcao_assistida_tipo"
+            "id",
+            "marca",
+            "modelo",
+            "versao",
+            "ano",
+            "categoria",
+            "motor",
+            "tipo_propulsao",
+            "combustivel_tipo",
+            "transmissao_tipo",
+            "transmissao_marchas",
+            "ar_condicionado",
+            "direcao_assistida_tipo"
         ]
     );
 }
@@ -111,14 +122,20 @@ fn pagination_pages_and_past_the_end() {
     let app = TestApp::with_rows(&fixture());
     let (_, body) = app.get("/catalog/vehicles?page=2&page_size=3");
     assert_eq!(ids(&body["data"]["data"]), vec![uid(7), uid(1), uid(6)]);
-    assert_eq!(body["data"]["meta"]["pagination"], serde_json::json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3}));
+    assert_eq!(
+        body["data"]["meta"]["pagination"],
+        serde_json::json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3})
+    );
     let (_, body) = app.get("/catalog/vehicles?page=3&page_size=3");
     assert_eq!(ids(&body["data"]["data"]), vec![uid(5)]);
     let (_, body) = app.get("/catalog/vehicles?page=9&page_size=3");
     assert_eq!(body["data"]["data"]["items"], serde_json::json!([]));
     assert_eq!(body["data"]["meta"]["pagination"]["total_pages"], 3);
     let (_, body) = app.get("/catalog/vehicles?marca=nada");
-    assert_eq!(body["data"]["meta"]["pagination"], serde_json::json!({"page": 1, "page_size": 20, "total": 0, "total_pages": 0}));
+    assert_eq!(
+        body["data"]["meta"]["pagination"],
+        serde_json::json!({"page": 1, "page_size": 20, "total": 0, "total_pages": 0})
+    );
 }
 
 #[test]
@@ -150,12 +167,10 @@ fn credentials_are_required_with_one_answer() {
     let app = TestApp::with_rows(&fixture());
     let none = into_json(app.raw("GET", "/catalog/vehicles").send());
     let key_only = into_json(app.raw("GET", "/catalog/vehicles").header("X-API-Key", KEY).send());
-    let wrong = into_json(
-        app.raw("GET", "/catalog/vehicles").header("X-API-Key", KEY).header("X-API-Secret", "nope").send(),
-    );
-    let unknown = into_json(
-        app.raw("GET", "/catalog/vehicles").header("X-API-Key", "x").header("X-API-Secret", SECRET).send(),
-    );
+    let wrong =
+        into_json(app.raw("GET", "/catalog/vehicles").header("X-API-Key", KEY).header("X-API-Secret", "nope").send());
+    let unknown =
+        into_json(app.raw("GET", "/catalog/vehicles").header("X-API-Key", "x").header("X-API-Secret", SECRET).send());
     let messages: Vec<String> =
         [none, key_only, wrong, unknown].into_iter().map(|r| assert_error(r, 401, "UNAUTHORIZED")).collect();
     assert!(messages.windows(2).all(|w| w[0] == w[1]), "one message for every case: {messages:?}");
@@ -216,7 +231,8 @@ fn invalid_exports_are_refused_with_the_reason() {
     let mut nulls = base.clone();
     nulls[2].combustivel_tipo = String::new();
     let mut null_frame = frame(&nulls);
-    let fuel: Vec<Option<&str>> = nulls.iter().map(|r| (!r.combustivel_tipo.is_empty()).then_some(r.combustivel_tipo.as_str())).collect();
+    let fuel: Vec<Option<&str>> =
+        nulls.iter().map(|r| (!r.combustivel_tipo.is_empty()).then_some(r.combustivel_tipo.as_str())).collect();
     null_frame.with_column(polars::prelude::Column::new("combustivel_tipo".into(), fuel)).unwrap();
     cases.push(("null", null_frame, "column 'combustivel_tipo', row 3: null value in a required column"));
     let mut dup = base.clone();

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use polars::prelude::*;
 pub use crate::http::{Req, Resp};
+use polars::prelude::*;
 use serde_json::Value;
 
 pub const KEY: &str = "demo-key";
@@ -131,7 +131,10 @@ pub fn frame(rows: &[Row]) -> DataFrame {
         "transmissao_marchas".into(),
         rows.iter().map(|r| r.transmissao_marchas).collect::<Vec<Option<i32>>>(),
     ));
-    cols.push(Column::new("ar_condicionado".into(), rows.iter().map(|r| r.ar_condicionado).collect::<Vec<Option<bool>>>()));
+    cols.push(Column::new(
+        "ar_condicionado".into(),
+        rows.iter().map(|r| r.ar_condicionado).collect::<Vec<Option<bool>>>(),
+    ));
     cols.push(Column::new("direcao_assistida_tipo".into(), s(rows, |r| Some(r.direcao_assistida_tipo.clone()))));
     cols.push(Column::new("eficiencia_cidade_km_l".into(), fl(rows, |r| r.eficiencia_cidade_km_l)));
     cols.push(Column::new("eficiencia_estrada_km_l".into(), fl(rows, |r| r.eficiencia_estrada_km_l)));
@@ -187,8 +190,12 @@ impl TestApp {
 
     /// Starts the service; `Err(stderr)` when it exits instead of listening.
     pub fn try_serve(dir: &Path, data: &Path, extra: &[&str]) -> Result<TestApp, String> {
-        let mut child = Command::new(binary())
-            .arg("serve")
+        let mut cmd = Command::new(binary());
+        cmd.arg("serve");
+        if !extra.contains(&"--reload-interval-ms") {
+            cmd.args(["--reload-interval-ms", "200"]);
+        }
+        let mut child = cmd
             .arg("--bind")
             .arg("127.0.0.1:0")
             .arg("--data")
@@ -197,8 +204,6 @@ impl TestApp {
             .arg(repo().join("config/credentials.json"))
             .arg("--queries")
             .arg(repo().join("queries"))
-            .arg("--reload-interval-ms")
-            .arg("200")
             .args(extra)
             .env("ECO_LOG", "info")
             .stdout(Stdio::piped())

@@ -54,7 +54,8 @@ impl Req {
         let mut stream = TcpStream::connect(&self.addr)?;
         stream.set_read_timeout(Some(Duration::from_secs(60)))?;
         stream.set_nodelay(true)?;
-        let mut head = format!("{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.method, self.path, self.addr);
+        let mut head =
+            format!("{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.method, self.path, self.addr);
         for (k, v) in &self.headers {
             head.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -114,8 +115,7 @@ impl Resp {
 
     /// The body as JSON; panics with the body when it is not JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|_| panic!("not JSON ({}): {}", self.status, self.text()))
+        serde_json::from_slice(&self.body).unwrap_or_else(|_| panic!("not JSON ({}): {}", self.status, self.text()))
     }
 }
 
@@ -127,7 +127,8 @@ mod tests {
     fn parses_plain_and_chunked_bodies() {
         let r = parse(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nhello").unwrap();
         assert_eq!((r.status, r.header("content-type"), r.text().as_str()), (200, Some("text/plain"), "hello"));
-        let r = parse(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
+        let r = parse(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+            .unwrap();
         assert_eq!((r.status, r.text().as_str()), (404, "abcde"));
     }
 }

@@ -42,7 +42,8 @@ fn main() {
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let startup_ms = started.elapsed().as_secs_f64() * 1000.0;
     let base = line.trim().strip_prefix("listening on ").expect("no listening line").to_string();
-    let get = |path: &str| Req::new("GET", &base, path).header("X-API-Key", "demo-key").header("X-API-Secret", "demo-secret");
+    let get =
+        |path: &str| Req::new("GET", &base, path).header("X-API-Key", "demo-key").header("X-API-Secret", "demo-secret");
 
     let first: Value = get("/catalog/vehicles?page_size=3").send().json();
     let ids: Vec<String> = first["data"]["data"]["items"]
@@ -72,7 +73,10 @@ fn main() {
     println!("Eco Insights benchmark — bundled sample, sequential requests (new connection each) ({SAMPLES} after {WARMUP} warm-up)");
     println!("start-up to listening: {startup_ms:.0} ms (baseline {})", baselines["startup_ms"]);
     println!();
-    println!("{:<26} {:>9} {:>9} {:>9} | {:>13} {:>13}", "operation", "p50 ms", "p95 ms", "p99 ms", "base p95 ms", "target p95 ms");
+    println!(
+        "{:<26} {:>9} {:>9} {:>9} | {:>13} {:>13}",
+        "operation", "p50 ms", "p95 ms", "p99 ms", "base p95 ms", "target p95 ms"
+    );
     for (name, path) in &cases {
         let send = || {
             let res = if path == "POST" {

@@ -1,9 +1,140 @@
-//! insights routes.
+//! `GET /insights/summary`, `/insights/efficiency`, `/insights/eco-scores`, `/insights/emissions`
+//! and `/aggregations/by-brand`: parse the common filters (and paging), call
+//! `engine::insights`, encode. `meta.filters_applied` is always present (`{}` without filters).
 
+use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use crate::engine::insights::{self, BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
+use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::error::ApiError;
+use crate::http::openapi::{FilterQuery, PageQuery};
+use crate::http::params::{QueryParams, FILTERS, PAGING};
 use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(summary))
+        .routes(routes!(efficiency))
+        .routes(routes!(eco_scores))
+        .routes(routes!(emissions))
+        .routes(routes!(by_brand))
+}
+
+/// Consolidated summary of the filtered vehicles.
+///
+/// `mediasGerais`: mean eco score, consumo_referencia (MJ/km) and co2_referencia_g_km (g/km),
+/// nulls ignored, null when no vehicle has the value. `melhoresCategorias` / `pioresCategorias`:
+/// the 3 categories with the highest / lowest mean eco score (best first / worst first, ties by
+/// categoria ascending; categories without a scored vehicle are left out; with fewer than 6
+/// scored categories the two lists share categories). `distribuicaoEcoScore`: always the bands
+/// "0-40", "40-60", "60-80", "80-100" in that order, zeros included; a band holds the scores in
+/// (lower, upper], the first band also holds 0. Averages are means of the published per-vehicle
+/// values, rounded to 2 decimals (half to even).
+#[utoipa::path(
+    get,
+    path = "/insights/summary",
+    tag = "insights",
+    params(FilterQuery),
+    responses(
+        (status = 200, description = "Summary of the filtered vehicles", body = Envelope<InsightsSummary>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<InsightsSummary>, ApiError> {
+    let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
+    let applied = filters.applied();
+    let data = ctx.run(move |s| insights::summary(s, &filters)).await?;
+    Ok(ctx.reply(data, Some(applied), None))
+}
+
+/// Paginated efficiency list of the filtered vehicles.
+///
+/// Vehicles without eficienciaMediaReferencia are left out; ordered by eficienciaMediaReferencia
+/// descending, then vehicleId. A page past the end answers an empty list with exact pagination.
+#[utoipa::path(
+    get,
+    path = "/insights/efficiency",
+    tag = "insights",
+    params(FilterQuery, PageQuery),
+    responses(
+        (status = 200, description = "One page of efficiency items", body = Envelope<Items<EfficiencyItem>>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<EfficiencyItem>>, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+    let (filters, page) = (params.filters()?, params.page()?);
+    let applied = filters.applied();
+    let result = ctx.run(move |s| insights::efficiency(s, &filters, page)).await?;
+    Ok(ctx.reply(Items { items: result.items }, Some(applied), Some(result.pagination)))
+}
+
+/// Paginated eco score list of the filtered vehicles.
+///
+/// Vehicles without an eco score are left out; ordered by ecoScore descending, then vehicleId.
+/// faixa: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80). A page past the end
+/// answers an empty list with exact pagination.
+#[utoipa::path(
+    get,
+    path = "/insights/eco-scores",
+    tag = "insights",
+    params(FilterQuery, PageQuery),
+    responses(
+        (status = 200, description = "One page of eco score items", body = Envelope<Items<EcoScoreItem>>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<EcoScoreItem>>, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+    let (filters, page) = (params.filters()?, params.page()?);
+    let applied = filters.applied();
+    let result = ctx.run(move |s| insights::eco_scores(s, &filters, page)).await?;
+    Ok(ctx.reply(Items { items: result.items }, Some(applied), Some(result.pagination)))
+}
+
+/// Emissions summary of the filtered vehicles.
+///
+/// `mediaPorCategoria` / `mediaPorCombustivel`: mean co2_referencia_g_km by categoria / by
+/// combustivel_tipo, ascending by media then grupo; groups without a CO2 value are left out.
+/// `distribuicao`: always the bands "0-100", "100-130", "130-180", "180+" (g/km) in that order,
+/// zeros included; a band holds the values in (lower, upper], the first band also holds 0.
+#[utoipa::path(
+    get,
+    path = "/insights/emissions",
+    tag = "insights",
+    params(FilterQuery),
+    responses(
+        (status = 200, description = "Emissions of the filtered vehicles", body = Envelope<EmissionsSummary>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<EmissionsSummary>, ApiError> {
+    let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
+    let applied = filters.applied();
+    let data = ctx.run(move |s| insights::emissions(s, &filters)).await?;
+    Ok(ctx.reply(data, Some(applied), None))
+}
+
+/// Aggregation of the filtered vehicles by brand.
+///
+/// One item per brand (exact marca value), ordered by grupo ascending case-insensitively, then
+/// byte-wise. quantidadeVeiculos counts the brand's filtered vehicles; the means ignore nulls and
+/// are null when no vehicle of the brand has the value (2 decimals, half to even).
+#[utoipa::path(
+    get,
+    path = "/aggregations/by-brand",
+    tag = "aggregations",
+    params(FilterQuery),
+    responses(
+        (status = 200, description = "One item per brand", body = Envelope<Items<BrandAggregate>>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<BrandAggregate>>, ApiError> {
+    let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
+    let applied = filters.applied();
+    let items = ctx.run(move |s| insights::by_brand(s, &filters)).await?;
+    Ok(ctx.reply(Items { items }, Some(applied), None))
 }

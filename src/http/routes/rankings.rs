@@ -1,9 +1,258 @@
-//! rankings routes.
+//! `GET /rankings/*`: the custom ranking, the rankings grouped by category, fuel, brand and year,
+//! and the fixed rankings (computed once per dataset, so those handlers are lookups).
 
+use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use crate::engine::rankings::{
+    self, Co2RankingItem, FixedRanking, FixedRankingItem, GroupBy, Metric, Order, Overview, RankingGroups, RankingItem,
+    RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP,
+};
+use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::error::ApiError;
+use crate::http::openapi::FilterQuery;
+use crate::http::params::{QueryParams, FILTERS};
 use crate::http::AppState;
+
+/// The ranking parameters.
+const RANKING: &[&str] = &["metric", "order", "top"];
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(custom))
+        .routes(routes!(by_category))
+        .routes(routes!(by_fuel))
+        .routes(routes!(by_brand))
+        .routes(routes!(by_year))
+        .routes(routes!(most_economical))
+        .routes(routes!(lowest_co2))
+        .routes(routes!(longest_electric_range))
+        .routes(routes!(overview))
+}
+
+/// Parameters of /rankings/custom.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct CustomRankingQuery {
+    /// Ranked metric: eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm,
+    /// autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia.
+    #[param(inline, default = json!("eco_score"))]
+    metric: Option<Metric>,
+    /// Direction. Default: the metric's best-first direction (desc for eco_score, eficiencia and
+    /// autonomia; asc for consumo and co2).
+    #[param(inline)]
+    order: Option<Order>,
+    /// Number of vehicles returned.
+    #[param(minimum = 1, maximum = 100, default = 10)]
+    top: Option<i64>,
+}
+
+/// Parameters of the grouped rankings.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct GroupRankingQuery {
+    /// Ranked metric: eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm,
+    /// autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia.
+    #[param(inline, default = json!("eco_score"))]
+    metric: Option<Metric>,
+    /// Direction of topItems and of the groups (by mediaGrupo). Default: the metric's best-first
+    /// direction (desc for eco_score, eficiencia and autonomia; asc for consumo and co2).
+    #[param(inline)]
+    order: Option<Order>,
+    /// Number of vehicles in each group's topItems.
+    #[param(minimum = 1, maximum = 100, default = 5)]
+    top: Option<i64>,
+}
+
+/// The common filters plus metric, order and top (`default_top` when absent).
+fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, ApiError> {
+    let params = QueryParams::parse(raw, &[FILTERS, RANKING])?;
+    let filters = params.filters()?;
+    let metric = params.choice("metric", Metric::CHOICES)?;
+    let order = params.choice("order", Order::CHOICES)?;
+    let top = params.int("top", 1, MAX_TOP as i64)?.map_or(default_top, |t| t as u32);
+    Ok(RankingQuery::new(filters, metric, order, top))
+}
+
+/// Custom ranking: the top N filtered vehicles by a metric.
+///
+/// Vehicles whose metric is null are left out. Ties on the published value are broken by id
+/// ascending. `meta.filters_applied` holds the filters given plus the effective metric, order
+/// and top (defaults included). A filter matching nothing answers an empty list.
+#[utoipa::path(
+    get,
+    path = "/rankings/custom",
+    tag = "rankings",
+    params(FilterQuery, CustomRankingQuery),
+    responses(
+        (status = 200, description = "The ranked vehicles", body = Envelope<Items<RankingItem>>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<RankingItem>>, ApiError> {
+    let q = ranking_query(query.as_deref(), DEFAULT_TOP)?;
+    let applied = q.applied(None);
+    let items = ctx.run(move |s| rankings::custom(s, &q)).await?;
+    Ok(ctx.reply(Items { items }, Some(applied), None))
+}
+
+/// Shared body of the four grouped rankings.
+async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<Reply<RankingGroups>, ApiError> {
+    let q = ranking_query(query.as_deref(), DEFAULT_GROUP_TOP)?;
+    let applied = q.applied(Some(by));
+    let groups = ctx.run(move |s| rankings::grouped(s, &q, by)).await?;
+    Ok(ctx.reply(groups, Some(applied), None))
+}
+
+/// Ranking grouped by categoria.
+///
+/// One group per categoria among the filtered vehicles with a non-null metric. mediaGrupo is
+/// the mean of the metric (2 decimals); melhor and pior are the best and worst vehicle by the
+/// metric's natural direction whatever `order` is; topItems is the group's top N in `order`.
+/// Groups are ordered by mediaGrupo in `order`, then grupo ascending.
+#[utoipa::path(
+    get,
+    path = "/rankings/by-category",
+    tag = "rankings",
+    params(FilterQuery, GroupRankingQuery),
+    responses(
+        (status = 200, description = "One group per categoria", body = Envelope<RankingGroups>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+    grouped(ctx, query, GroupBy::Categoria).await
+}
+
+/// Ranking grouped by combustivel_tipo (same rules as /rankings/by-category).
+#[utoipa::path(
+    get,
+    path = "/rankings/by-fuel",
+    tag = "rankings",
+    params(FilterQuery, GroupRankingQuery),
+    responses(
+        (status = 200, description = "One group per fuel type", body = Envelope<RankingGroups>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+    grouped(ctx, query, GroupBy::Combustivel).await
+}
+
+/// Ranking grouped by marca (same rules as /rankings/by-category).
+#[utoipa::path(
+    get,
+    path = "/rankings/by-brand",
+    tag = "rankings",
+    params(FilterQuery, GroupRankingQuery),
+    responses(
+        (status = 200, description = "One group per brand", body = Envelope<RankingGroups>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+    grouped(ctx, query, GroupBy::Marca).await
+}
+
+/// Ranking grouped by model year; grupo is the year as a string (same rules as
+/// /rankings/by-category).
+#[utoipa::path(
+    get,
+    path = "/rankings/by-year",
+    tag = "rankings",
+    params(FilterQuery, GroupRankingQuery),
+    responses(
+        (status = 200, description = "One group per model year", body = Envelope<RankingGroups>),
+        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+    )
+)]
+pub async fn by_year(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+    grouped(ctx, query, GroupBy::Ano).await
+}
+
+/// Rejects every query parameter: the fixed rankings take none.
+fn no_params(query: Option<String>) -> Result<(), ApiError> {
+    QueryParams::parse(query.as_deref(), &[]).map(|_| ())
+}
+
+/// Most economical: the 10 vehicles with the highest eficiencia_media_referencia.
+///
+/// ranking_type "mais-economicos", metric_unit "km/unidade"; ranking_posicao runs 1, 2, 3...
+/// (ties on the published value broken by id ascending). Takes no parameter.
+#[utoipa::path(
+    get,
+    path = "/rankings/most-economical",
+    tag = "rankings",
+    responses(
+        (status = 200, description = "Top 10 by average reference efficiency",
+         body = Envelope<FixedRanking<FixedRankingItem>>),
+        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+    )
+)]
+pub async fn most_economical(
+    ctx: Ctx,
+    RawQuery(query): RawQuery,
+) -> Result<Reply<FixedRanking<FixedRankingItem>>, ApiError> {
+    no_params(query)?;
+    Ok(ctx.reply(ctx.snapshot.fixed.most_economical.clone(), None, None))
+}
+
+/// Lowest CO2: the 10 vehicles with the lowest co2_referencia_g_km.
+///
+/// ranking_type "co2-menor", metric_unit "g/km"; items hold only ranking_posicao, vehicle_id and
+/// the metric. Ties broken by id ascending. Takes no parameter.
+#[utoipa::path(
+    get,
+    path = "/rankings/lowest-co2",
+    tag = "rankings",
+    responses(
+        (status = 200, description = "Top 10 by lowest CO2", body = Envelope<FixedRanking<Co2RankingItem>>),
+        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+    )
+)]
+pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<FixedRanking<Co2RankingItem>>, ApiError> {
+    no_params(query)?;
+    Ok(ctx.reply(ctx.snapshot.fixed.lowest_co2.clone(), None, None))
+}
+
+/// Longest electric range: the 10 vehicles with the highest autonomia_eletrica_km.
+///
+/// ranking_type "maior-autonomia-eletrica", metric_name "autonomia_eletrica_km", unit "km";
+/// only vehicles with an electric range; same item fields as /rankings/most-economical. Takes
+/// no parameter.
+#[utoipa::path(
+    get,
+    path = "/rankings/longest-electric-range",
+    tag = "rankings",
+    responses(
+        (status = 200, description = "Top 10 by electric range", body = Envelope<FixedRanking<FixedRankingItem>>),
+        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+    )
+)]
+pub async fn longest_electric_range(
+    ctx: Ctx,
+    RawQuery(query): RawQuery,
+) -> Result<Reply<FixedRanking<FixedRankingItem>>, ApiError> {
+    no_params(query)?;
+    Ok(ctx.reply(ctx.snapshot.fixed.longest_electric_range.clone(), None, None))
+}
+
+/// Overview: the top 5 of mais-economicos, co2-menor, maior-autonomia-eletrica and
+/// melhor-eco-score (unit "pontos"), in that order, each with positions from 1. Takes no
+/// parameter.
+#[utoipa::path(
+    get,
+    path = "/rankings/overview",
+    tag = "rankings",
+    responses(
+        (status = 200, description = "Top 5 of each fixed ranking", body = Envelope<Overview>),
+        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+    )
+)]
+pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Overview>, ApiError> {
+    no_params(query)?;
+    Ok(ctx.reply(ctx.snapshot.fixed.overview.clone(), None, None))
 }
