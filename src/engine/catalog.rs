@@ -53,10 +53,18 @@ impl From<&Vehicle> for CatalogVehicle {
     }
 }
 
-/// One page of the filtered catalog, by marca, modelo, versao (byte order), ano desc, id.
+/// The catalog order: marca, modelo, versao (byte order), ano descending, then id.
+pub const ORDER: &[(&str, bool)] = &[("marca", false), ("modelo", false), ("versao", false), ("ano", true)];
+
+/// Sorts a frame in [`ORDER`] (id last).
+pub fn in_catalog_order(lf: LazyFrame) -> LazyFrame {
+    sorted(lf, ORDER)
+}
+
+/// One page of the filtered catalog in [`ORDER`]. The snapshot's frame is stored in that order
+/// (see `Snapshot::build`) and filtering keeps relative order, so no per-request sort is needed.
 pub fn list(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<CatalogVehicle>> {
-    let lf = filters.apply(snapshot.lazy());
-    let lf = sorted(lf, &[("marca", false), ("modelo", false), ("versao", false), ("ano", true)]).select([col(ROW)]);
+    let lf = filters.apply(snapshot.lazy()).select([col(ROW)]);
     let (df, pagination) = paginate(lf, page)?;
     let items = snapshot.rows_of(&df)?.into_iter().map(CatalogVehicle::from).collect();
     Ok(Page { items, pagination })

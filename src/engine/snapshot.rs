@@ -108,12 +108,14 @@ impl Snapshot {
 }
 
 /// Adds the eco-score positions (competition ranking: ties share the lowest position) and the
-/// percentile, once per dataset, so per-vehicle lookups never rank anything.
+/// percentile, once per dataset, so per-vehicle lookups never rank anything; stores the rows in
+/// catalog order so the listing only filters and slices.
 fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
     let rank = |e: Expr| e.rank(RankOptions { method: RankMethod::Min, descending: true }, None).cast(DataType::UInt32);
     let scored = col("eco_score").count().cast(DataType::Float64);
     let global = col("posicao_global").cast(DataType::Float64);
-    view.lazy()
+    let lf = view
+        .lazy()
         .with_columns([
             rank(col("eco_score")).alias("posicao_global"),
             rank(col("eco_score")).over([col("categoria")])?.alias("posicao_categoria"),
@@ -128,7 +130,8 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
                     (lit(100.0) * (scored.clone() - global) / (scored - lit(1.0))).round(1, RoundMode::HalfToEven),
                 )
                 .alias("percentil"),
-        )
+        );
+    super::catalog::in_catalog_order(lf)
         .with_row_index(ROW, None)
         .collect()
 }
