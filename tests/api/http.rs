@@ -121,6 +121,7 @@ impl Resp {
 
 #[cfg(test)]
 mod tests {
+    #[allow(unused_imports)] // unused when the benchmark includes this file without a harness
     use super::*;
 
     #[test]
