@@ -131,9 +131,7 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
                 )
                 .alias("percentil"),
         );
-    super::catalog::in_catalog_order(lf)
-        .with_row_index(ROW, None)
-        .collect()
+    super::catalog::in_catalog_order(lf).with_row_index(ROW, None).collect()
 }
 
 fn strs(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {

@@ -164,7 +164,7 @@ mod tests {
         let c = creds("2");
         assert!(c.authorize(Some("k1"), Some("s1")).is_ok());
         assert!(c.authorize(Some("k1"), Some("s1")).is_ok());
-        assert!(matches!(c.authorize(Some("k1"), Some("s1")), Err(ApiError::RateLimited(s)) if s >= 1 && s <= 60));
+        assert!(matches!(c.authorize(Some("k1"), Some("s1")), Err(ApiError::RateLimited(s)) if (1..=60).contains(&s)));
         assert!(c.authorize(Some(DEMO_KEY), Some(DEMO_SECRET)).is_ok());
     }
 

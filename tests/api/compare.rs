@@ -272,4 +272,7 @@ fn malformed_bodies(app: &TestApp) {
         let msg = assert_error(app.post_json("/compare", &raw), 400, "VALIDATION_ERROR");
         assert!(msg.contains(expected), "{raw}: {msg}");
     }
+    // The operation takes no query parameter.
+    let msg = assert_error(app.post_json("/compare?foo=1", &body(&[1, 2])), 400, "VALIDATION_ERROR");
+    assert!(msg.contains("'foo' não é aceito"), "{msg}");
 }

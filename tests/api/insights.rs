@@ -488,7 +488,8 @@ fn lists_order_paginate_and_validate() {
     assert_eq!(keys, vec!["vehicleId", "marca", "modelo", "versao", "ano", "categoria", "ecoScore", "faixa"]);
 
     // Every scenario, every page (first, middle, last, past the end) against the expectation.
-    let lists: [(&str, fn(&Row) -> Option<f64>, fn(&Row) -> Value); 2] =
+    type ListCase = (&'static str, fn(&Row) -> Option<f64>, fn(&Row) -> Value);
+    let lists: [ListCase; 2] =
         [("/insights/efficiency", eficiencia, efficiency_item), ("/insights/eco-scores", eco_score, eco_item)];
     for s in scenarios() {
         let selected: Vec<&Row> = all.iter().copied().filter(|r| (s.keep)(r)).collect();

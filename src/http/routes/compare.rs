@@ -3,6 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::RawQuery;
 use axum::http::{header, HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
@@ -13,6 +14,7 @@ use uuid::Uuid;
 use crate::engine::compare::{self, Comparison};
 use crate::http::envelope::{Ctx, Envelope, Reply};
 use crate::http::error::ApiError;
+use crate::http::params::QueryParams;
 use crate::http::{AppState, MAX_BODY_BYTES};
 
 /// Fewest vehicles in one comparison.
@@ -29,7 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct CompareRequest {
     /// 2 to 4 distinct vehicle ids.
-    #[schema(value_type = Vec<Uuid>, min_items = 2, max_items = 4)]
+    #[schema(value_type = std::collections::BTreeSet<Uuid>, min_items = 2, max_items = 4)]
     pub vehicle_ids: Vec<Value>,
 }
 
@@ -131,9 +133,11 @@ pub fn parse_request(body: &[u8]) -> Result<Vec<Uuid>, ApiError> {
 )]
 pub async fn compare_vehicles(
     ctx: Ctx,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Reply<Comparison>, ApiError> {
+    QueryParams::parse(query.as_deref(), &[])?;
     if !is_json(&headers) {
         return Err(ApiError::UnsupportedMediaType);
     }

@@ -3,36 +3,95 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::json;
+use serde::Serialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::http::error::ApiError;
 use crate::http::AppState;
 
+/// The health routes with their OpenAPI description.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(healthz)).routes(routes!(readyz))
+}
+
 pub fn router() -> Router<AppState> {
-    Router::new().route("/healthz", get(healthz)).route("/readyz", get(readyz))
+    routes().split_for_parts().0
 }
 
-/// The process is alive.
-async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok" }))
+/// The OpenAPI description of `/healthz` and `/readyz` (merged by `openapi::base`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().into_openapi()
 }
 
-/// A dataset is loaded: its version, row count and load time.
+/// Answer of `/healthz`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// Always "ok".
+    #[schema(example = "ok")]
+    pub status: &'static str,
+}
+
+/// Answer of `/readyz`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Readiness {
+    /// Always "ready".
+    #[schema(example = "ready")]
+    pub status: &'static str,
+    pub dataset: DatasetStatus,
+}
+
+/// The dataset being served.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DatasetStatus {
+    /// Content hash of the catalog file (the `X-Dataset-Version` header of API answers).
+    pub version: String,
+    /// Number of vehicles.
+    #[schema(example = 12000)]
+    pub rows: usize,
+    /// When this version was loaded (ISO 8601 UTC).
+    #[schema(example = "2026-01-01T12:00:00.000Z")]
+    pub loaded_at: String,
+    /// Name of the catalog file it was read from (no directory: this endpoint is public).
+    #[schema(example = "catalog.parquet")]
+    pub source: String,
+}
+
+/// Liveness: the process is up.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "health",
+    responses((status = 200, description = "The process is alive", body = Health))
+)]
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+/// Readiness: a dataset is loaded; its version, row count and load time.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "health",
+    responses(
+        (status = 200, description = "A dataset is loaded and served", body = Readiness),
+        (status = 503, description = "No dataset is loaded yet", body = crate::http::error::Failure),
+    )
+)]
 async fn readyz(State(state): State<AppState>) -> Response {
     match state.store().current() {
         Some(s) => (
             StatusCode::OK,
-            Json(json!({
-                "status": "ready",
-                "dataset": {
-                    "version": s.info.version,
-                    "rows": s.info.rows,
-                    "loaded_at": s.info.loaded_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-                    "source": s.info.source.display().to_string(),
-                }
-            })),
+            Json(Readiness {
+                status: "ready",
+                dataset: DatasetStatus {
+                    version: s.info.version.clone(),
+                    rows: s.info.rows,
+                    loaded_at: s.info.loaded_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    source: s.info.source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                },
+            }),
         )
             .into_response(),
         None => ApiError::Unavailable.into_response(),
