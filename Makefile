@@ -1,6 +1,6 @@
 # Eco Insights — every target uses the release profile, so Polars is compiled once.
 CARGO ?= cargo
-BIN := target/release/eco-insights
+BIN := $(or $(CARGO_TARGET_DIR),target)/release/eco-insights
 SAMPLE_ROWS := 12000
 SAMPLE_SEED := 2026
 # Python venv of the contract tests (git-ignored).
