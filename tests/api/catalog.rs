@@ -270,3 +270,37 @@ fn invalid_exports_are_refused_with_the_reason() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a readable Parquet file"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn per_key_quota_answers_429_with_retry_after() {
+    let dir = temp_dir("quota");
+    let data = dir.join("catalog.parquet");
+    write_rows(&fixture(), &data);
+    let hash = |s: &str| {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(s.as_bytes()))
+    };
+    let creds = dir.join("credentials.json");
+    let text = serde_json::json!({"credentials": [
+        {"key": "limited", "name": "limited client", "secret_sha256": hash("s3cret"), "quota_per_minute": 3},
+        {"key": KEY, "name": "demo", "secret_sha256": hash(SECRET)},
+    ]});
+    std::fs::write(&creds, text.to_string()).unwrap();
+    let app = TestApp::serve(&dir, &data, &["--credentials", creds.to_str().unwrap()]);
+    let limited =
+        || app.raw("GET", "/catalog/vehicles").header("X-API-Key", "limited").header("X-API-Secret", "s3cret");
+    for _ in 0..3 {
+        assert_eq!(limited().send().status, 200);
+    }
+    let res = limited().send();
+    let retry: u64 = res.header("retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let msg = assert_error(into_json(res), 429, "RATE_LIMITED");
+    assert!(msg.contains("Cota"), "{msg}");
+    // Quotas are per key: the other key is not affected.
+    assert_eq!(app.get("/catalog/vehicles").0, 200);
+    // A wrong secret for the limited key is still 401, not 429.
+    let res = app.raw("GET", "/catalog/vehicles").header("X-API-Key", "limited").header("X-API-Secret", "x").send();
+    assert_error(into_json(res), 401, "UNAUTHORIZED");
+    assert!(app.logs().contains("demo credentials"), "the demo pair is listed: start-up warns");
+}

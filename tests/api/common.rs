@@ -195,13 +195,14 @@ impl TestApp {
         if !extra.contains(&"--reload-interval-ms") {
             cmd.args(["--reload-interval-ms", "200"]);
         }
+        if !extra.contains(&"--credentials") {
+            cmd.arg("--credentials").arg(repo().join("config/credentials.json"));
+        }
         let mut child = cmd
             .arg("--bind")
             .arg("127.0.0.1:0")
             .arg("--data")
             .arg(data)
-            .arg("--credentials")
-            .arg(repo().join("config/credentials.json"))
             .arg("--queries")
             .arg(repo().join("queries"))
             .args(extra)
