@@ -304,3 +304,23 @@ fn per_key_quota_answers_429_with_retry_after() {
     assert_error(into_json(res), 401, "UNAUTHORIZED");
     assert!(app.logs().contains("demo credentials"), "the demo pair is listed: start-up warns");
 }
+
+#[test]
+fn cost_configuration_reaches_the_estimates() {
+    let dir = temp_dir("cost");
+    let data = dir.join("catalog.parquet");
+    write_rows(&fixture(), &data);
+    let app = TestApp::serve(&dir, &data, &["--km-ano", "10000", "--preco-gasolina", "5", "--preco-kwh", "1"]);
+    // Citroën C3, Gasolina, 12 and 14 km/l: 10,000 / 13 × 5.
+    let d = app.data(&format!("/vehicles/{}/summary", uid(4)));
+    assert!(close(d["summary"]["consumo"]["custo_anual_estimado"].as_f64().unwrap(), round(10_000.0 / 13.0 * 5.0, 2)));
+    // BYD Dolphin, Elétrico, 1.5 MJ/km: 10,000 × 1.5 / 3.6 × 1.
+    let d = app.data(&format!("/vehicles/{}/summary", uid(3)));
+    assert!(close(d["summary"]["consumo"]["custo_anual_estimado"].as_f64().unwrap(), round(10_000.0 * 1.5 / 3.6, 2)));
+    // Flex without ethanol figures: a missing input gives no cost.
+    let d = app.data(&format!("/vehicles/{}/summary", uid(1)));
+    assert!(d["summary"]["consumo"]["custo_anual_estimado"].is_null(), "{d}");
+    // Invalid configuration is refused at start-up.
+    let err = TestApp::try_serve(&dir, &data, &["--preco-diesel", "0"]).err().expect("must refuse");
+    assert!(err.contains("--preco-diesel must be a positive number"), "{err}");
+}
