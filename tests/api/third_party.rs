@@ -198,6 +198,22 @@ fn canadian_export_with_ids_matches_an_independent_computation() {
     let want: Vec<(f64, String)> = scores.iter().take(25).map(|(s, id)| (*s, id.to_string())).collect();
     assert_eq!(got, want);
 
+    // Per-vehicle views of the first gasoline vehicle: eco score, cost and competition position.
+    let (i, r) = rows.iter().enumerate().find(|(_, r)| r.combustivel == "Gasolina").unwrap();
+    let id = &ids[i];
+    let d = app.data(&format!("/vehicles/{id}/eco-score"));
+    assert!(close(d["eco_score"].as_f64().unwrap(), expected_score(r)), "{d}");
+    let d = app.data(&format!("/vehicles/{id}/summary"));
+    let efic = (r.cidade + r.estrada) / 2.0;
+    let cost = d["summary"]["consumo"]["custo_anual_estimado"].as_f64().unwrap();
+    assert!(close(cost, round(12_000.0 / efic * 6.20, 2)), "{cost}");
+    let better = scores.iter().filter(|(s, _)| *s > expected_score(r)).count() as u64;
+    let d = app.data(&format!("/vehicles/{id}/ranking-positions"));
+    assert_eq!(d["global"], better + 1, "competition ranking: 1 + vehicles with a higher score");
+    let (status, body) = app.post_json("/compare", &serde_json::json!({ "vehicle_ids": [ids[0], ids[1]] }).to_string());
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["data"]["vehicles"].as_array().unwrap().len(), 2);
+
     // Filters on mapped values: diesel pickups only.
     let d = app.data("/catalog/vehicles?combustivel=DIESEL&categoria=picape&page_size=100");
     let n = rows.iter().filter(|r| r.combustivel == "Diesel" && r.categoria.starts_with("Picape")).count();
