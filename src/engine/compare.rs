@@ -55,7 +55,7 @@ pub struct Computed {
 pub struct ComparedVehicle {
     pub vehicle_id: Uuid,
     pub eco_score: Option<f64>,
-    #[schema(example = "Bom")]
+    #[schema(value_type = Option<super::labels::FaixaEcoScore>, example = "Bom")]
     pub eco_faixa: Option<String>,
     pub computed: Computed,
 }

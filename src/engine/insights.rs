@@ -138,7 +138,7 @@ pub struct EcoScoreItem {
     #[schema(example = 63.4)]
     pub eco_score: f64,
     /// Band of the score: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80).
-    #[schema(example = "Bom")]
+    #[schema(value_type = super::labels::FaixaEcoScore, example = "Bom")]
     pub faixa: String,
 }
 

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod filters;
 pub mod generate;
 pub mod insights;
+pub mod labels;
 pub mod load;
 pub mod rankings;
 pub mod reload;

@@ -65,7 +65,7 @@ impl Order {
     }
 }
 
-/// A metric the parameterised rankings order by (API-CONTRACT §3).
+/// A metric the parameterised rankings order by (eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm, autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
@@ -294,7 +294,7 @@ pub struct Co2RankingItem {
 /// `data.data` of a fixed ranking.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FixedRanking<T> {
-    #[schema(example = "mais-economicos")]
+    #[schema(value_type = super::labels::RankingTipo, example = "mais-economicos")]
     pub ranking_type: String,
     pub items: Vec<T>,
 }
@@ -308,7 +308,7 @@ impl<T> Default for FixedRanking<T> {
 /// Item of /rankings/overview.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OverviewItem {
-    #[schema(example = "mais-economicos")]
+    #[schema(value_type = super::labels::RankingTipo, example = "mais-economicos")]
     pub ranking_tipo: String,
     /// Position within its ranking, from 1.
     pub ranking_posicao: u32,

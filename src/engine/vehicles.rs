@@ -102,7 +102,7 @@ pub struct VehicleEcoScore {
     pub eco_score: Option<f64>,
     /// Band of the score: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80); null
     /// when there is no score.
-    #[schema(example = "Bom")]
+    #[schema(value_type = Option<super::labels::FaixaEcoScore>, example = "Bom")]
     pub faixa: Option<String>,
     /// The view that computes the score.
     #[schema(example = "vw_eco_score")]
