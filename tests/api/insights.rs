@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use serde_json::{json, Value};
 
 use crate::common::*;
+use crate::expected::{autonomia, co2, consumo, eco_score, eficiencia, faixa};
 
 /// A row with the inputs that drive the metrics set explicitly.
 #[allow(clippy::too_many_arguments)]
@@ -67,70 +68,6 @@ fn fixture() -> Vec<Row> {
 
 // ---------------------------------------------------------------------------------------------
 // The contract's formulas, applied to raw rows.
-
-fn clamp100(x: f64) -> f64 {
-    x.clamp(0.0, 100.0)
-}
-
-fn efic_raw(r: &Row) -> Option<f64> {
-    match (r.eficiencia_cidade_km_l, r.eficiencia_estrada_km_l) {
-        (Some(a), Some(b)) => Some((a + b) / 2.0),
-        (a, b) => a.or(b),
-    }
-}
-
-fn eficiencia(r: &Row) -> Option<f64> {
-    efic_raw(r).map(|e| round(e, 2))
-}
-
-fn consumo(r: &Row) -> Option<f64> {
-    r.consumo_energetico_mj_km.map(|c| round(c, 2))
-}
-
-fn co2(r: &Row) -> Option<f64> {
-    r.co2_fossil_g_km.map(|c| round(c, 2))
-}
-
-fn autonomia(r: &Row) -> Option<f64> {
-    let km = if r.combustivel_tipo == "Elétrico" {
-        r.autonomia_eletrica_km
-    } else {
-        Some(r.tanque_l? * efic_raw(r)? + r.autonomia_eletrica_km.unwrap_or(0.0))
-    };
-    km.map(|k| round(k, 2))
-}
-
-fn eco_score(r: &Row) -> Option<f64> {
-    let energia = consumo(r).map(|c| clamp100(100.0 * (3.0 - c) / 2.7));
-    let indice_co2 = co2(r).map(|c| clamp100(100.0 * (250.0 - c) / 250.0));
-    let poluentes = match (r.nmhc_g_km, r.co_g_km, r.nox_g_km) {
-        (Some(a), Some(b), Some(c)) => Some(clamp100(100.0 * (1.0 - (a / 0.05 + b / 1.3 + c / 0.08) / 3.0))),
-        _ => None,
-    };
-    if energia.is_none() && indice_co2.is_none() {
-        return None;
-    }
-    let (mut num, mut den) = (0.0, 0.0);
-    for (index, weight) in [(energia, 0.45), (indice_co2, 0.35), (poluentes, 0.20)] {
-        if let Some(i) = index {
-            num += weight * i;
-            den += weight;
-        }
-    }
-    Some(round(num / den, 1))
-}
-
-fn faixa(score: f64) -> &'static str {
-    if score <= 40.0 {
-        "Baixo"
-    } else if score <= 60.0 {
-        "Regular"
-    } else if score <= 80.0 {
-        "Bom"
-    } else {
-        "Excelente"
-    }
-}
 
 /// Mean of the present values, 2 decimals; null when there is none.
 fn mean2(values: impl IntoIterator<Item = Option<f64>>) -> Value {

@@ -1,6 +1,7 @@
 //! Black-box API tests: the real binary on port 0, real Parquet fixtures, HTTP.
 
 mod common;
+mod expected;
 mod http;
 
 mod catalog;

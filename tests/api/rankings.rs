@@ -42,10 +42,6 @@ fn fold(s: &str) -> String {
         .collect()
 }
 
-fn clamp(x: Option<f64>) -> Option<f64> {
-    x.map(|v| v.clamp(0.0, 100.0))
-}
-
 fn mean2(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some((a + b) / 2.0),
@@ -67,20 +63,7 @@ impl Published {
                 _ => None,
             }
         };
-        let energia = clamp(consumo.map(|c| 100.0 * (3.0 - c) / 2.7));
-        let ind_co2 = clamp(co2.map(|c| 100.0 * (250.0 - c) / 250.0));
-        let poluentes = match (r.nmhc_g_km, r.co_g_km, r.nox_g_km) {
-            (Some(n), Some(c), Some(x)) => clamp(Some(100.0 * (1.0 - (n / 0.05 + c / 1.3 + x / 0.08) / 3.0))),
-            _ => None,
-        };
-        let eco = if energia.is_none() && ind_co2.is_none() {
-            None
-        } else {
-            let w = |i: Option<f64>, w: f64| if i.is_some() { w } else { 0.0 };
-            let num = 0.45 * energia.unwrap_or(0.0) + 0.35 * ind_co2.unwrap_or(0.0) + 0.20 * poluentes.unwrap_or(0.0);
-            let den = w(energia, 0.45) + w(ind_co2, 0.35) + w(poluentes, 0.20);
-            Some(round(num / den, 1))
-        };
+        let eco = crate::expected::eco_score(r);
         Published {
             row: r.clone(),
             id: r.id.clone().unwrap(),

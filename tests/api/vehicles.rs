@@ -20,39 +20,7 @@ fn mean_of_present(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-fn clamp(x: f64) -> f64 {
-    x.clamp(0.0, 100.0)
-}
-
-/// The contract's eco score of a fixture row (0–100, one decimal), computed from the raw inputs.
-pub fn eco_score(r: &Row) -> Option<f64> {
-    let energia = r.consumo_energetico_mj_km.map(|c| clamp(100.0 * (3.0 - c) / 2.7));
-    let co2 = r.co2_fossil_g_km.map(|c| clamp(100.0 * (250.0 - c) / 250.0));
-    let poluentes = match (r.nmhc_g_km, r.co_g_km, r.nox_g_km) {
-        (Some(h), Some(c), Some(n)) => Some(clamp(100.0 * (1.0 - (h / 0.05 + c / 1.3 + n / 0.08) / 3.0))),
-        _ => None,
-    };
-    if energia.is_none() && co2.is_none() {
-        return None;
-    }
-    let parts = [(0.45, energia), (0.35, co2), (0.20, poluentes)];
-    let weight: f64 = parts.iter().filter(|(_, i)| i.is_some()).map(|(w, _)| w).sum();
-    let total: f64 = parts.iter().filter_map(|(w, i)| i.map(|i| w * i)).sum();
-    Some(round(total / weight, 1))
-}
-
-/// The contract's band of a score.
-pub fn faixa(score: f64) -> &'static str {
-    if score <= 40.0 {
-        "Baixo"
-    } else if score <= 60.0 {
-        "Regular"
-    } else if score <= 80.0 {
-        "Bom"
-    } else {
-        "Excelente"
-    }
-}
+pub use crate::expected::{eco_score, faixa};
 
 /// eficiencia_media_referencia of a row (unrounded).
 pub fn eficiencia(r: &Row) -> Option<f64> {
