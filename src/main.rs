@@ -77,7 +77,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "dataset loaded"
     );
     let store = Arc::new(Store::new(Some(snapshot)));
-    let state = AppState::new(Arc::clone(&store), credentials, cost.clone());
+    let state = AppState::new(Arc::clone(&store), credentials);
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {

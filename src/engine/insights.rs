@@ -7,7 +7,7 @@ use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filters::{paginate, sorted, Filters, Page, PageRequest, Pagination};
+use super::filters::{paginate, published_mean, sorted, Filters, Page, PageRequest, Pagination};
 use super::snapshot::{Snapshot, Vehicle, ROW};
 
 const ECO_SCORE: &str = "eco_score";
@@ -185,9 +185,9 @@ pub struct BrandAggregate {
     pub eco_score_medio: Option<f64>,
 }
 
-/// The mean of a published column, nulls ignored, rounded to 2 decimals (null when no value).
+/// The published mean of a column (see `filters::published_mean`).
 fn mean2(column: &str) -> Expr {
-    col(column).cast(DataType::Float64).mean().round(2, RoundMode::HalfToEven)
+    published_mean(col(column))
 }
 
 /// One count expression per band, aliased `faixa_{i}`.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::filters::{sorted, Filters};
+use super::filters::{published, published_mean, sorted, Filters};
 use super::snapshot::{Snapshot, Vehicle, ROW};
 
 /// Largest `top` a parameterised ranking accepts.
@@ -376,7 +376,7 @@ impl FixedSpec {
                 metric_name: "autonomia_eletrica_km",
                 unit: "km",
                 // An input column: published like every metric, two decimals half to even.
-                value: col("autonomia_eletrica_km").cast(DataType::Float64).round(2, RoundMode::HalfToEven),
+                value: published(col("autonomia_eletrica_km").cast(DataType::Float64), 2),
                 order: Order::Desc,
             },
             FixedSpec {
@@ -513,7 +513,7 @@ pub fn grouped(snapshot: &Snapshot, query: &RankingQuery, by: GroupBy) -> Polars
         .with_column(by.key().alias(GROUP))
         .group_by([col(GROUP)])
         .agg([
-            col(VALUE).mean().round(2, RoundMode::HalfToEven).alias(MEAN),
+            published_mean(col(VALUE)).alias(MEAN),
             rows_by_value(natural).first().alias(BEST),
             rows_by_value(natural.reversed()).first().alias(WORST),
             rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),

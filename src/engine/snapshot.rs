@@ -126,9 +126,7 @@ fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
                 .then(lit(NULL).cast(DataType::Float64))
                 .when(scored.clone().eq(lit(1.0)))
                 .then(lit(100.0))
-                .otherwise(
-                    (lit(100.0) * (scored.clone() - global) / (scored - lit(1.0))).round(1, RoundMode::HalfToEven),
-                )
+                .otherwise(super::filters::published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
                 .alias("percentil"),
         );
     super::catalog::in_catalog_order(lf).with_row_index(ROW, None).collect()

@@ -189,7 +189,7 @@ pub fn similar(snapshot: &Snapshot, id: &Uuid, top: u32) -> PolarsResult<Option<
     if let Some(score) = base.eco_score {
         // Both scores are published with one decimal: round the difference back to one decimal
         // so equal gaps (71.1 − 62.8 and 62.8 − 54.5) compare equal despite binary noise.
-        deltas.push((col("eco_score") - lit(score)).abs().round(1, RoundMode::HalfToEven).alias("delta_score"));
+        deltas.push(super::filters::published((col("eco_score") - lit(score)).abs(), 1).alias("delta_score"));
         keys.insert(0, ("delta_score", false));
     }
     let lf = same_category_scored(snapshot, base, row).with_columns(deltas);

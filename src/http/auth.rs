@@ -90,14 +90,6 @@ impl Credentials {
         self.clients.get(DEMO_KEY).is_some_and(|c| bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET))))
     }
 
-    pub fn len(&self) -> usize {
-        self.clients.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.clients.is_empty()
-    }
-
     /// Checks a key/secret pair and its quota; returns the client's name.
     pub fn authorize(&self, key: Option<&str>, secret: Option<&str>) -> Result<String, ApiError> {
         let (Some(key), Some(secret)) = (key, secret) else { return Err(ApiError::Unauthorized) };

@@ -72,7 +72,6 @@ impl<T: Serialize> IntoResponse for Reply<T> {
 pub struct Ctx {
     pub snapshot: Arc<Snapshot>,
     pub request_id: Uuid,
-    pub state: AppState,
 }
 
 impl FromRequestParts<AppState> for Ctx {
@@ -81,7 +80,7 @@ impl FromRequestParts<AppState> for Ctx {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let snapshot = state.store().current().ok_or(ApiError::Unavailable)?;
         let request_id = parts.extensions.get::<RequestId>().map_or_else(Uuid::new_v4, |r| r.0);
-        Ok(Ctx { snapshot, request_id, state: state.clone() })
+        Ok(Ctx { snapshot, request_id })
     }
 }
 

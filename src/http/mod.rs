@@ -18,7 +18,6 @@ use tokio::net::TcpListener;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::engine::store::Store;
-use crate::engine::views::CostConfig;
 
 use self::auth::Credentials;
 
@@ -36,7 +35,6 @@ pub struct RequestId(pub uuid::Uuid);
 struct Inner {
     store: Arc<Store>,
     credentials: Credentials,
-    cost: CostConfig,
 }
 
 /// Shared state of every handler: cheap to clone.
@@ -46,8 +44,8 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Arc<Store>, credentials: Credentials, cost: CostConfig) -> AppState {
-        AppState { inner: Arc::new(Inner { store, credentials, cost }) }
+    pub fn new(store: Arc<Store>, credentials: Credentials) -> AppState {
+        AppState { inner: Arc::new(Inner { store, credentials }) }
     }
 
     pub fn store(&self) -> &Store {
@@ -56,10 +54,6 @@ impl AppState {
 
     pub fn credentials(&self) -> &Credentials {
         &self.inner.credentials
-    }
-
-    pub fn cost(&self) -> &CostConfig {
-        &self.inner.cost
     }
 }
 

@@ -647,7 +647,6 @@ mod tests {
 
     use super::*;
     use crate::engine::store::Store;
-    use crate::engine::views::CostConfig;
     use crate::http::auth::{hash_secret, Credentials};
 
     /// Every operation of the interface spec, plus the electric-range ranking of the contract.
@@ -883,8 +882,7 @@ mod tests {
             r#"{{"credentials":[{{"key":"demo-key","name":"demo","secret_sha256":"{}"}}]}}"#,
             hex::encode(hash_secret("demo-secret"))
         );
-        let state =
-            AppState::new(Arc::new(Store::new(None)), Credentials::parse(&creds).unwrap(), CostConfig::default());
+        let state = AppState::new(Arc::new(Store::new(None)), Credentials::parse(&creds).unwrap());
         crate::http::app(state)
     }
 
