@@ -3,7 +3,10 @@
 -- Input table `catalog`: the validated export, plus `combustivel_fold`, the fuel name in lower
 -- case without accents (so 'ELÉTRICO', 'Eletrico' and 'elétrico' are the same fuel).
 -- Published values are rounded here (metrics and cost to 2 decimals), so rankings, averages and
--- comparisons all work on the numbers a client sees. ROUND rounds half to even.
+-- comparisons all work on the numbers a client sees. Rounding happens only where a value is
+-- published: every formula (autonomia, cost, and the eco score in 02_vw_eco_score.sql) reads the
+-- unrounded inputs. ROUND_PUBLISHED(value, decimals) is the service's one rounding rule: half to
+-- even, the tie decided on the decimal value (2.135 -> 2.14, 0.125 -> 0.12).
 -- {{km_ano}} and {{preco_*}} are replaced by the server's cost configuration.
 
 CREATE TABLE vw_metrics AS
@@ -35,15 +38,15 @@ custo AS (
 )
 SELECT
     *,
-    ROUND(efic_raw, 2) AS eficiencia_media_referencia,
-    ROUND(consumo_energetico_mj_km, 2) AS consumo_referencia,
-    ROUND(co2_fossil_g_km, 2) AS co2_referencia_g_km,
-    ROUND(
+    ROUND_PUBLISHED(efic_raw, 2) AS eficiencia_media_referencia,
+    ROUND_PUBLISHED(consumo_energetico_mj_km, 2) AS consumo_referencia,
+    ROUND_PUBLISHED(co2_fossil_g_km, 2) AS co2_referencia_g_km,
+    ROUND_PUBLISHED(
         CASE
             WHEN combustivel_fold = 'eletrico' THEN autonomia_eletrica_km
             ELSE tanque_l * efic_raw + COALESCE(autonomia_eletrica_km, 0.0)
         END, 2) AS autonomia_km,
-    ROUND(
+    ROUND_PUBLISHED(
         CASE combustivel_fold
             -- MJ/km to kWh/km: divide by 3.6
             WHEN 'eletrico' THEN {{km_ano}} * consumo_energetico_mj_km / 3.6 * {{preco_kwh}}

@@ -1,16 +1,24 @@
 -- vw_eco_score: the eco score (0-100, one decimal) and its band, over vw_metrics.
 --
+-- The indices read the export's unrounded inputs (consumo_energetico_mj_km and co2_fossil_g_km,
+-- which consumo_referencia and co2_referencia_g_km publish at 2 decimals): a score computed from
+-- a rounded metric would be off by up to 0.1 point. Only the score itself is rounded, with
+-- ROUND_PUBLISHED (half to even on the decimal value: 39.35 -> 39.4, 43.25 -> 43.2).
+--
 -- Each index is clamped to 0-100 with CASE, never GREATEST/LEAST: those skip nulls and would
 -- turn a missing index into 0 instead of leaving it out of the weighted mean.
 -- Weights 0.45 (energy), 0.35 (CO2), 0.20 (pollutants), renormalised over the indices present;
 -- no score when both the energy and the CO2 index are missing.
+--
+-- Three statements: ROUND_PUBLISHED is a function the service registers, and Polars SQL sees such
+-- functions in a statement's final SELECT but not inside its WITH clauses.
 
-CREATE TABLE vw_eco_score AS
+CREATE TABLE vw_eco_score_raw AS
 WITH raw AS (
     SELECT
         *,
-        100.0 * (3.0 - consumo_referencia) / 2.7 AS energia_raw,
-        100.0 * (250.0 - co2_referencia_g_km) / 250.0 AS co2_raw,
+        100.0 * (3.0 - consumo_energetico_mj_km) / 2.7 AS energia_raw,
+        100.0 * (250.0 - co2_fossil_g_km) / 250.0 AS co2_raw,
         100.0 * (1.0 - (nmhc_g_km / 0.05 + co_g_km / 1.3 + nox_g_km / 0.08) / 3.0) AS poluentes_raw
     FROM vw_metrics
 ),
@@ -24,22 +32,27 @@ indices AS (
         CASE WHEN poluentes_raw IS NULL THEN NULL WHEN poluentes_raw < 0 THEN 0.0
              WHEN poluentes_raw > 100 THEN 100.0 ELSE poluentes_raw END AS indice_poluentes
     FROM raw
-),
-score AS (
-    SELECT
-        *,
-        CASE
-            WHEN indice_energia IS NULL AND indice_co2 IS NULL THEN NULL
-            ELSE ROUND(
-                (0.45 * COALESCE(indice_energia, 0.0)
-                 + 0.35 * COALESCE(indice_co2, 0.0)
-                 + 0.20 * COALESCE(indice_poluentes, 0.0))
-                / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE 0.45 END
-                   + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE 0.35 END
-                   + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE 0.20 END), 1)
-        END AS eco_score
-    FROM indices
 )
+SELECT
+    *,
+    CASE
+        WHEN indice_energia IS NULL AND indice_co2 IS NULL THEN NULL
+        ELSE (0.45 * COALESCE(indice_energia, 0.0)
+              + 0.35 * COALESCE(indice_co2, 0.0)
+              + 0.20 * COALESCE(indice_poluentes, 0.0))
+             / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE 0.45 END
+                + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE 0.35 END
+                + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE 0.20 END)
+    END AS eco_score_raw
+FROM indices;
+
+-- The published score: the only rounding of the score, one decimal.
+CREATE TABLE vw_eco_score_published AS
+SELECT *, ROUND_PUBLISHED(eco_score_raw, 1) AS eco_score
+FROM vw_eco_score_raw;
+
+-- The band of the published score.
+CREATE TABLE vw_eco_score AS
 SELECT
     *,
     CASE
@@ -49,4 +62,4 @@ SELECT
         WHEN eco_score <= 80 THEN 'Bom'
         ELSE 'Excelente'
     END AS eco_faixa
-FROM score;
+FROM vw_eco_score_published;

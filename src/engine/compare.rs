@@ -113,9 +113,9 @@ pub struct Comparison {
     pub summary: CompareSummary,
 }
 
-/// Rounds half to even at one decimal, like the views.
+/// Publishes a score at one decimal with the service's one rounding rule.
 fn round1(x: f64) -> f64 {
-    (x * 10.0).round_ties_even() / 10.0
+    super::publish::round_published(x, 1)
 }
 
 /// Compares the vehicles of `ids` (request order); unknown ids are reported, not fatal.

@@ -99,16 +99,7 @@ impl Filters {
     }
 }
 
-/// Rounds to the published precision (`decimals`), half to even like the SQL views' ROUND.
-pub fn published(e: Expr, decimals: u32) -> Expr {
-    e.round(decimals, RoundMode::HalfToEven)
-}
-
-/// The mean of a published value, nulls ignored, at 2 decimals (null when there is no value):
-/// every average the API serves.
-pub fn published_mean(e: Expr) -> Expr {
-    published(e.cast(DataType::Float64).mean(), 2)
-}
+pub use super::publish::{published, published_mean};
 
 /// A validated page request (page ≥ 1, 1 ≤ page_size ≤ 100).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

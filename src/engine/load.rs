@@ -51,10 +51,13 @@ pub fn folded_name(column: &str) -> String {
     }
 }
 
-/// Content hash used as the dataset version.
-pub fn version_of(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    hex::encode(&digest[..8])
+/// The dataset version: the first 16 hex digits of a SHA-256 over everything an answer depends
+/// on — the export's bytes, the views' text and the cost configuration (API-CONTRACT §1).
+pub fn version_of(bytes: &[u8], views: &Views) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(Sha256::digest(bytes));
+    hasher.update(views.digest);
+    hex::encode(&hasher.finalize()[..8])
 }
 
 /// Parses Parquet bytes into a frame.
@@ -84,7 +87,7 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
 
     let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
     if raw.column(ID).is_ok() {
-        exprs.push(col(ID).str().to_lowercase());
+        exprs.push(col(ID).cast(DataType::String).str().to_lowercase());
     }
     for spec in COLUMNS {
         let mut e = col(spec.name).cast(spec.kind.canonical());
@@ -151,7 +154,7 @@ pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, 
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
     let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
     let info = DatasetInfo {
-        version: version_of(bytes),
+        version: version_of(bytes, views),
         loaded_at: Utc::now(),
         source: path.to_path_buf(),
         rows: view.height(),

@@ -8,6 +8,7 @@ pub mod generate;
 pub mod insights;
 pub mod labels;
 pub mod load;
+pub mod publish;
 pub mod rankings;
 pub mod reload;
 pub mod schema;

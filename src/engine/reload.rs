@@ -114,10 +114,12 @@ impl Reloader {
         let work = tokio::task::spawn_blocking(move || -> Result<Option<_>, String> {
             let bytes = std::fs::read(&data)
                 .map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
-            if current.as_deref() == Some(load::version_of(&bytes).as_str()) {
+            // The views are read on every reload, so edited formulas apply even when the export
+            // itself is unchanged; the version covers both (and the cost configuration).
+            let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
+            if current.as_deref() == Some(load::version_of(&bytes, &views).as_str()) {
                 return Ok(None);
             }
-            let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
             load::load_bytes(&bytes, &data, &views).map(Some).map_err(|e| e.to_string())
         });
         match work.await {
@@ -128,7 +130,7 @@ impl Reloader {
                 Outcome::Swapped { version, rows }
             }
             Ok(Ok(None)) => {
-                tracing::info!(file = %self.data.display(), "dataset unchanged (same content hash)");
+                tracing::info!(file = %self.data.display(), "dataset unchanged (same export, views and cost configuration)");
                 Outcome::Unchanged
             }
             Ok(Err(why)) => {

@@ -25,12 +25,14 @@ impl Kind {
         }
     }
 
-    /// Whether a Parquet column of `dtype` can be read as this kind without losing data.
+    /// Whether a Parquet column of `dtype` can be read as this kind, the way analysts' tools
+    /// write it: text plain or dictionary-encoded (pandas `category`, Polars Categorical/Enum);
+    /// numbers of any integer or float width or Decimal. An integer column written as float or
+    /// Decimal is accepted when every value is whole (checked per row, see [`check`]).
     fn accepts(self, dtype: &DataType) -> bool {
         match self {
-            Kind::Text => matches!(dtype, DataType::String),
-            Kind::Integer => dtype.is_integer(),
-            Kind::Float => dtype.is_float() || dtype.is_integer(),
+            Kind::Text => dtype.is_string() || dtype.is_categorical() || dtype.is_enum(),
+            Kind::Integer | Kind::Float => dtype.is_integer() || dtype.is_float() || dtype.is_decimal(),
             Kind::Boolean => matches!(dtype, DataType::Boolean),
         }
     }
@@ -163,6 +165,14 @@ pub fn check(df: &DataFrame) -> Vec<Problem> {
         if !spec.nullable {
             push_rows(&mut problems, spec.name, &null_rows(column), "null value in a required column");
         }
+        if column.dtype().is_float() {
+            check_finite(spec.name, column, &mut problems);
+            if spec.kind == Kind::Integer {
+                check_whole(spec.name, column, &mut problems);
+            }
+        } else if spec.kind == Kind::Integer && column.dtype().is_decimal() {
+            check_whole(spec.name, column, &mut problems);
+        }
         if spec.name == "ano" {
             check_ano(column, &mut problems);
         }
@@ -173,13 +183,35 @@ pub fn check(df: &DataFrame) -> Vec<Problem> {
     problems
 }
 
-fn check_ano(column: &Column, problems: &mut Vec<Problem>) {
-    let Ok(cast) = column.cast(&DataType::Int64) else { return };
-    let Ok(values) = cast.i64() else { return };
+/// An infinite value (±inf, e.g. a division by zero upstream) makes the file invalid; NaN is read
+/// as null.
+fn check_finite(name: &str, column: &Column, problems: &mut Vec<Problem>) {
+    let Ok(cast) = column.cast(&DataType::Float64) else { return };
+    let Ok(values) = cast.f64() else { return };
+    let bad: Vec<usize> =
+        values.iter().enumerate().filter_map(|(i, v)| v.filter(|x| x.is_infinite()).map(|_| i)).collect();
+    push_rows(problems, name, &bad, "infinite value (±inf) is not a number the service can publish");
+}
+
+/// An integer column written as float or Decimal: every value must be whole.
+fn check_whole(name: &str, column: &Column, problems: &mut Vec<Problem>) {
+    let Ok(cast) = column.cast(&DataType::Float64) else { return };
+    let Ok(values) = cast.f64() else { return };
     let bad: Vec<usize> = values
         .iter()
         .enumerate()
-        .filter_map(|(i, v)| v.filter(|y| !(ANO_MIN..=ANO_MAX).contains(y)).map(|_| i))
+        .filter_map(|(i, v)| v.filter(|x| x.is_finite() && (x.fract() != 0.0 || x.abs() > i32::MAX as f64)).map(|_| i))
+        .collect();
+    push_rows(problems, name, &bad, "not a whole number in an integer column");
+}
+
+fn check_ano(column: &Column, problems: &mut Vec<Problem>) {
+    let Ok(cast) = column.cast(&DataType::Float64) else { return };
+    let Ok(values) = cast.f64() else { return };
+    let bad: Vec<usize> = values
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| v.filter(|y| !(ANO_MIN as f64..=ANO_MAX as f64).contains(y)).map(|_| i))
         .collect();
     push_rows(problems, "ano", &bad, &format!("year out of range {ANO_MIN}-{ANO_MAX}"));
 }
@@ -190,7 +222,8 @@ fn check_ids(column: &Column, problems: &mut Vec<Problem>) {
         return;
     }
     push_rows(problems, ID, &null_rows(column), "null value in a required column");
-    let Ok(values) = column.str() else { return };
+    let Ok(text) = column.cast(&DataType::String) else { return };
+    let Ok(values) = text.str() else { return };
     let mut bad = Vec::new();
     let mut parsed = Vec::with_capacity(values.len());
     for (i, v) in values.iter().enumerate() {
@@ -278,6 +311,32 @@ mod tests {
         let mut df = valid_frame();
         df.with_column(Column::new("ano".into(), ["2020", "2021"])).unwrap();
         assert_eq!(rules(&check(&df)), vec!["column 'ano': expected type integer, found str"]);
+    }
+
+    #[test]
+    fn dictionary_text_and_decimal_numbers_are_accepted() {
+        let mut df = valid_frame();
+        let cat =
+            Column::new("marca".into(), ["a", "b"]).cast(&DataType::from_categories(Categories::global())).unwrap();
+        df.with_column(cat).unwrap();
+        let dec = Column::new("co2_fossil_g_km".into(), [96.5f64, 120.25]).cast(&DataType::Decimal(10, 2)).unwrap();
+        df.with_column(dec).unwrap();
+        let ano = Column::new("ano".into(), [2020i32, 2021]).cast(&DataType::Decimal(6, 0)).unwrap();
+        df.with_column(ano).unwrap();
+        assert!(check(&df).is_empty(), "{:?}", check(&df));
+    }
+
+    #[test]
+    fn infinite_values_and_fractional_integers_are_named() {
+        let mut df = valid_frame();
+        df.with_column(Column::new("co2_fossil_g_km".into(), [f64::INFINITY, 1.0])).unwrap();
+        df.with_column(Column::new("tanque_l".into(), [f64::NAN, f64::NEG_INFINITY])).unwrap();
+        df.with_column(Column::new("transmissao_marchas".into(), [Some(5.0f64), Some(5.5)])).unwrap();
+        let r = rules(&check(&df));
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert!(r[0].starts_with("column 'transmissao_marchas', row 2: not a whole number"), "{r:?}");
+        assert!(r[1].starts_with("column 'co2_fossil_g_km', row 1: infinite value"), "{r:?}");
+        assert!(r[2].starts_with("column 'tanque_l', row 2: infinite value"), "{r:?}");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use polars::prelude::*;
 use polars::sql::SQLContext;
+use sha2::{Digest, Sha256};
 
 /// The view whose rows the service serves; also the `source` of every eco score.
 pub const FINAL_VIEW: &str = "vw_eco_score";
@@ -67,6 +68,9 @@ impl CostConfig {
 #[derive(Debug, Clone)]
 pub struct Views {
     pub statements: Vec<(PathBuf, String)>,
+    /// SHA-256 of everything the views contribute to an answer: each file's name and text and
+    /// the cost configuration. Part of the dataset version (see `load::version_of`).
+    pub digest: [u8; 32],
 }
 
 impl Views {
@@ -82,8 +86,14 @@ impl Views {
             bail!("the queries folder {} has no .sql file", dir.display());
         }
         let mut statements = Vec::new();
+        let mut hasher = Sha256::new();
+        hasher.update(format!("{cost:?}").as_bytes());
         for file in files {
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            for part in [name.as_bytes(), b"\0", text.as_bytes(), b"\0"] {
+                hasher.update(part);
+            }
             let mut sql = strip_comments(&text);
             for (key, value) in cost.placeholders() {
                 sql = sql.replace(key, &format!("{value:?}"));
@@ -92,12 +102,12 @@ impl Views {
                 statements.push((file.clone(), stmt.to_string()));
             }
         }
-        Ok(Views { statements })
+        Ok(Views { statements, digest: hasher.finalize().into() })
     }
 
     /// Runs the views over `catalog` and returns the collected final view.
     pub fn apply(&self, catalog: LazyFrame) -> Result<DataFrame> {
-        let mut ctx = SQLContext::new();
+        let mut ctx = SQLContext::new().with_function_registry(super::publish::sql_functions());
         ctx.register("catalog", catalog);
         for (file, stmt) in &self.statements {
             let _ = anyhow::Context::with_context(ctx.execute(stmt), || format!("error in {}", file.display()))?;
@@ -144,6 +154,9 @@ mod tests {
         let v = Views::read(&dir, &CostConfig::default()).unwrap();
         assert_eq!(v.statements.len(), 1);
         assert!(v.statements[0].1.contains("12000.0 AS k"));
+        let pricier = CostConfig { preco_gasolina: 6.3, ..CostConfig::default() };
+        assert_ne!(Views::read(&dir, &pricier).unwrap().digest, v.digest, "the cost configuration is in the digest");
+        assert_eq!(Views::read(&dir, &CostConfig::default()).unwrap().digest, v.digest);
         let err = v.apply(df!("a" => [1]).unwrap().lazy()).unwrap_err();
         assert!(err.to_string().contains("has no column"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -195,6 +195,9 @@ impl TestApp {
         if !extra.contains(&"--reload-interval-ms") {
             cmd.args(["--reload-interval-ms", "200"]);
         }
+        if !extra.contains(&"--queries") {
+            cmd.arg("--queries").arg(repo().join("queries"));
+        }
         if !extra.contains(&"--credentials") {
             cmd.arg("--credentials").arg(repo().join("config/credentials.json"));
         }
@@ -203,8 +206,6 @@ impl TestApp {
             .arg("127.0.0.1:0")
             .arg("--data")
             .arg(data)
-            .arg("--queries")
-            .arg(repo().join("queries"))
             .args(extra)
             .env("ECO_LOG", "info")
             .stdout(Stdio::piped())
@@ -310,8 +311,43 @@ impl Drop for TestApp {
 
 /// Rounds half to even at `d` decimals, as the service's views do.
 pub fn round(x: f64, d: i32) -> f64 {
-    let m = 10f64.powi(d);
-    (x * m).round_ties_even() / m
+    // Written independently of the service: the value is printed with 6 guard decimals (exact
+    // decimal formatting of the double), and the tie is decided on those decimal digits.
+    let d = d as usize;
+    let text = format!("{:.*}", d + 6, x.abs());
+    let (int, frac) = text.split_once('.').unwrap();
+    let (kept, rest) = frac.split_at(d);
+    let mut digits: Vec<u8> = format!("{int}{kept}").bytes().map(|b| b - b'0').collect();
+    let last_odd = digits.last().is_some_and(|v| v % 2 == 1);
+    let up = match rest.as_bytes()[0].cmp(&b'5') {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => rest[1..].bytes().any(|b| b != b'0') || last_odd,
+    };
+    if up {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if digits[i] == 9 {
+                digits[i] = 0;
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let s: String = digits.iter().map(|v| (v + b'0') as char).collect();
+    let (i, f) = s.split_at(s.len() - d);
+    let value: f64 = format!("{}{i}.{f}0", if x < 0.0 { "-" } else { "" }).parse().unwrap();
+    if value == 0.0 {
+        0.0
+    } else {
+        value
+    }
 }
 
 /// Float comparison for published values.

@@ -47,11 +47,17 @@ pub fn autonomia(r: &Row) -> Option<f64> {
     km.map(|k| round(k, 2))
 }
 
-/// Published eco score (0–100, 1 decimal): indices clamped to 0–100, weights 0.45/0.35/0.20
-/// renormalised over the indices present, null without both energy and CO2 indices.
+/// Published eco score (0–100, 1 decimal): indices clamped to 0–100 from the export's unrounded
+/// inputs, weights 0.45/0.35/0.20 renormalised over the indices present, null without both
+/// energy and CO2 indices; only the score is rounded.
 pub fn eco_score(r: &Row) -> Option<f64> {
-    let energia = consumo(r).map(|c| clamp100(100.0 * (3.0 - c) / 2.7));
-    let indice_co2 = co2(r).map(|c| clamp100(100.0 * (250.0 - c) / 250.0));
+    eco_score_raw(r).map(|s| round(s, 1))
+}
+
+/// The eco score before it is published.
+pub fn eco_score_raw(r: &Row) -> Option<f64> {
+    let energia = r.consumo_energetico_mj_km.map(|c| clamp100(100.0 * (3.0 - c) / 2.7));
+    let indice_co2 = r.co2_fossil_g_km.map(|c| clamp100(100.0 * (250.0 - c) / 250.0));
     let poluentes = match (r.nmhc_g_km, r.co_g_km, r.nox_g_km) {
         (Some(a), Some(b), Some(c)) => Some(clamp100(100.0 * (1.0 - (a / 0.05 + b / 1.3 + c / 0.08) / 3.0))),
         _ => None,
@@ -66,7 +72,30 @@ pub fn eco_score(r: &Row) -> Option<f64> {
             den += weight;
         }
     }
-    Some(round(num / den, 1))
+    Some(num / den)
+}
+
+/// Published custo_anual_estimado (2 decimals) with the default configuration: 12,000 km/year,
+/// gasolina 6.20, etanol 4.10, diesel 6.00, GNV 4.80, kWh 0.85.
+pub fn custo(r: &Row) -> Option<f64> {
+    let km = 12_000.0;
+    let per_unit = |price: f64| eficiencia_raw(r).filter(|e| *e > 0.0).map(|e| km / e * price);
+    let cost = match r.combustivel_tipo.as_str() {
+        "Elétrico" => r.consumo_energetico_mj_km.map(|c| km * c / 3.6 * 0.85),
+        "Flex" => {
+            let gas = per_unit(6.20)?;
+            let eth = mean_present(r.eficiencia_cidade_etanol_km_l, r.eficiencia_estrada_etanol_km_l)
+                .filter(|e| *e > 0.0)
+                .map(|e| km / e * 4.10)?;
+            Some(gas.min(eth))
+        }
+        "Gasolina" => per_unit(6.20),
+        "Etanol" => per_unit(4.10),
+        "Diesel" => per_unit(6.00),
+        "GNV" => per_unit(4.80),
+        _ => None,
+    };
+    cost.map(|c| round(c, 2))
 }
 
 /// The band of a published score.

@@ -363,8 +363,10 @@ fn aggregates_follow_the_contract() {
 
     // The filters really change every figure (spot checks against the whole catalog above).
     let flex = app.data("/insights/summary?combustivel=flex");
-    // Flex scores: 40, 60, 49.3, 17.5 → 166.8 / 4 = 41.7; consumo 1.65, 3.0; co2 150, 100, 130, 150.
-    assert_eq!(flex["mediasGerais"], json!({"ecoScoreMedio": 41.7, "consumoMedio": 2.33, "emissaoMedia": 132.5}));
+    // Flex scores: 40, 60, 49.3, 17.5 → 166.8 / 4 = 41.7; consumo 1.65, 3.0 → exactly 2.325, a tie
+    // decided on the decimal value: 2.32 (the double computed, 2.3250000000000002, is above it);
+    // co2 150, 100, 130, 150.
+    assert_eq!(flex["mediasGerais"], json!({"ecoScoreMedio": 41.7, "consumoMedio": 2.32, "emissaoMedia": 132.5}));
     assert_eq!(
         flex["melhoresCategorias"],
         json!([{"categoria": "Sedan", "ecoScoreMedio": 49.3}, {"categoria": "Compacto", "ecoScoreMedio": 39.17}])

@@ -7,6 +7,7 @@ mod http;
 mod catalog;
 mod compare;
 mod insights;
+mod precision;
 mod rankings;
 mod reload;
 mod third_party;

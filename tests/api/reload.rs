@@ -219,3 +219,85 @@ fn sighup_reloads_and_etags_follow_the_dataset() {
     assert_ne!(after.header("etag"), Some(tag.as_str()));
     assert_eq!(after.header("x-dataset-version"), Some(v2.as_str()));
 }
+
+#[test]
+fn the_version_covers_the_cost_configuration() {
+    let dir = temp_dir("version-cost");
+    let data = dir.join("catalog.parquet");
+    let gasolina: Vec<Row> =
+        (1..=3).map(|i| Row::new(i, "Fiat", &format!("Modelo {i:02}"), 2020, "Compacto", "Gasolina")).collect();
+    write_rows(&gasolina, &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let pricier = TestApp::serve(&temp_dir("version-cost-2"), &data, &["--preco-gasolina", "6.5"]);
+    let path = format!("/vehicles/{}/summary", uid(1));
+    let first = app.get_req(&path).send();
+    let tag = first.header("etag").unwrap().to_string();
+    // Same export, another price: another version, another tag, no 304 with stale costs.
+    let other = pricier.get_req(&path).header("If-None-Match", &tag).send();
+    assert_eq!(other.status, 200, "a tag from another cost configuration never matches");
+    assert_ne!(other.header("etag"), Some(tag.as_str()));
+    assert_ne!(other.header("x-dataset-version"), first.header("x-dataset-version"));
+    assert_ne!(version(&app), version(&pricier));
+    let cost = |r: &Resp| r.json()["data"]["data"]["summary"]["consumo"]["custo_anual_estimado"].as_f64().unwrap();
+    assert!(cost(&other) > cost(&first));
+    // The same configuration gives the same version (restarts keep clients' tags valid).
+    let same = TestApp::serve(&temp_dir("version-cost-3"), &data, &[]);
+    assert_eq!(version(&same), version(&app));
+    let again = same.get_req(&path).header("If-None-Match", &tag).send();
+    assert_eq!(again.status, 304);
+}
+
+#[test]
+fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
+    let dir = temp_dir("edited-view");
+    let queries = dir.join("queries");
+    std::fs::create_dir_all(&queries).unwrap();
+    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
+    }
+    let data = dir.join("catalog.parquet");
+    let mut only = Row::new(1, "Fiat", "Uno", 2020, "Compacto", "Gasolina");
+    only.consumo_energetico_mj_km = None;
+    only.nmhc_g_km = None;
+    only.co2_fossil_g_km = Some(100.0);
+    write_rows(&[only], &data);
+    let q = queries.to_str().unwrap();
+    let app = TestApp::serve(&dir, &data, &["--queries", q, "--reload-interval-ms", "3600000"]);
+    let v1 = version(&app);
+    let path = format!("/vehicles/{}/eco-score", uid(1));
+    let first = app.get_req(&path).send();
+    // CO2 index only (no energy, no pollutants): 100 × (250 − 100) / 250 = 60.
+    assert_eq!(first.json()["data"]["data"]["eco_score"], 60.0);
+    let tag = first.header("etag").unwrap().to_string();
+
+    // An analyst moves the CO2 bound from 250 to 300 g/km: 100 × (300 − 100) / 300 = 66.666… → 66.7.
+    let file = queries.join("02_vw_eco_score.sql");
+    let sql = std::fs::read_to_string(&file).unwrap();
+    let edited = sql.replace("100.0 * (250.0 - co2_fossil_g_km) / 250.0", "100.0 * (300.0 - co2_fossil_g_km) / 300.0");
+    assert_ne!(edited, sql, "the view has the CO2 formula this test edits");
+    std::fs::write(&file, edited).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(version(&app), v1, "no polling: nothing changes before SIGHUP");
+    let status = std::process::Command::new("kill").arg("-HUP").arg(app.pid().to_string()).status().unwrap();
+    assert!(status.success());
+    let v2 = wait_for_new_version(&app, &v1);
+    let after = app.get_req(&path).header("If-None-Match", &tag).send();
+    assert_eq!(after.status, 200, "the edited view changes the version and every tag");
+    assert_eq!(after.json()["data"]["data"]["eco_score"], 66.7);
+    assert_eq!(after.header("x-dataset-version"), Some(v2.as_str()));
+}
+
+#[test]
+fn an_infinite_value_in_a_new_export_keeps_the_previous_one() {
+    let dir = temp_dir("reload-inf");
+    let data = dir.join("catalog.parquet");
+    write_rows(&rows(3), &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let v1 = version(&app);
+    let mut bad = rows(4);
+    bad[3].co2_fossil_g_km = Some(f64::INFINITY);
+    write_rows(&bad, &data);
+    wait_for_log(&app, "column 'co2_fossil_g_km', row 4: infinite value");
+    assert_eq!((version(&app), total(&app)), (v1, 3));
+}

@@ -39,8 +39,9 @@ struct Mapped {
     co2: f64,
 }
 
-fn r2(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
+/// Unit conversions keep 4 decimals, as converted exports do.
+fn r4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
 }
 
 fn category(class: &str) -> &'static str {
@@ -92,9 +93,9 @@ fn read_canada(path: &PathBuf) -> Vec<Mapped> {
             propulsao: if f[1].contains("HYBRID") { "Híbrido" } else { "Combustão" }.to_string(),
             transmissao: transmissao.to_string(),
             marchas: gears.parse().ok(),
-            cidade: r2(100.0 / f[7].parse::<f64>().unwrap()),
-            estrada: r2(100.0 / f[8].parse::<f64>().unwrap()),
-            mj_km: r2(comb * density / 100.0),
+            cidade: r4(100.0 / f[7].parse::<f64>().unwrap()),
+            estrada: r4(100.0 / f[8].parse::<f64>().unwrap()),
+            mj_km: r4(comb * density / 100.0),
             co2: f[11].parse().unwrap(),
         });
     }
@@ -143,13 +144,31 @@ fn to_frame(rows: &[Mapped], ids: Option<&[String]>) -> DataFrame {
     DataFrame::new_infer_height(cols).unwrap()
 }
 
-/// Eco score of a mapped row, computed here from the contract (no pollutant data: weights
-/// 0.45 and 0.35 renormalised).
-fn expected_score(r: &Mapped) -> f64 {
+/// Eco score of a mapped row before rounding, from the contract: the unrounded inputs, no
+/// pollutant data (weights 0.45 and 0.35 renormalised).
+fn exact_score(mj_km: f64, co2: f64) -> f64 {
     let clamp = |x: f64| x.clamp(0.0, 100.0);
-    let energia = clamp(100.0 * (3.0 - r.mj_km) / 2.7);
-    let co2 = clamp(100.0 * (250.0 - r.co2) / 250.0);
-    round((0.45 * energia + 0.35 * co2) / 0.80, 1)
+    let energia = clamp(100.0 * (3.0 - mj_km) / 2.7);
+    let co2 = clamp(100.0 * (250.0 - co2) / 250.0);
+    (0.45 * energia + 0.35 * co2) / 0.80
+}
+
+/// The published eco score of a mapped row (one decimal, half to even on the decimal value).
+fn expected_score(r: &Mapped) -> f64 {
+    round(exact_score(r.mj_km, r.co2), 1)
+}
+
+#[test]
+fn the_mapped_export_exercises_precision() {
+    let Some(path) = csv_path() else { return };
+    let rows = read_canada(&path);
+    // Scores computed from a consumption already rounded to 2 decimals differ on many rows.
+    let off = rows.iter().filter(|r| round(exact_score(round(r.mj_km, 2), r.co2), 1) != expected_score(r)).count();
+    assert!(off > 100, "{off} rows would expose the rounded-input defect");
+    // Exact decimal ties at one decimal are present, and binary rounding alone decides some wrongly.
+    let naive = |x: f64| (x * 10.0).round_ties_even() / 10.0;
+    let wrong = rows.iter().filter(|r| naive(exact_score(r.mj_km, r.co2)) != expected_score(r)).count();
+    assert!(wrong > 0, "no tie decided by binary noise");
 }
 
 fn dedupe(rows: Vec<Mapped>) -> Vec<Mapped> {

@@ -5,47 +5,7 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-/// Default prices and km/year of the contract (§2).
-pub const KM_ANO: f64 = 12_000.0;
-pub const GASOLINA: f64 = 6.20;
-pub const ETANOL: f64 = 4.10;
-pub const DIESEL: f64 = 6.00;
-pub const KWH: f64 = 0.85;
-
-fn mean_of_present(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some((x + y) / 2.0),
-        (x, None) => x,
-        (None, y) => y,
-    }
-}
-
-pub use crate::expected::{eco_score, faixa};
-
-/// eficiencia_media_referencia of a row (unrounded).
-pub fn eficiencia(r: &Row) -> Option<f64> {
-    mean_of_present(r.eficiencia_cidade_km_l, r.eficiencia_estrada_km_l)
-}
-
-/// custo_anual_estimado of a row with the default prices, rounded to 2 decimals.
-pub fn custo(r: &Row) -> Option<f64> {
-    let gasolina = eficiencia(r).map(|e| KM_ANO / e * GASOLINA);
-    let raw = match r.combustivel_tipo.as_str() {
-        "Elétrico" => r.consumo_energetico_mj_km.map(|mj| KM_ANO * mj / 3.6 * KWH),
-        "Flex" => {
-            let etanol = mean_of_present(r.eficiencia_cidade_etanol_km_l, r.eficiencia_estrada_etanol_km_l)
-                .map(|e| KM_ANO / e * ETANOL);
-            match (gasolina, etanol) {
-                (Some(g), Some(e)) => Some(g.min(e)),
-                _ => None,
-            }
-        }
-        "Gasolina" => gasolina,
-        "Diesel" => eficiencia(r).map(|e| KM_ANO / e * DIESEL),
-        _ => None,
-    };
-    raw.map(|c| round(c, 2))
-}
+pub use crate::expected::{custo, eco_score, eficiencia_raw as eficiencia, faixa};
 
 /// Catalog rows with known answers:
 /// - Compacto: 1 (71.1), 2 and 3 (62.8, tied), 4 (54.5), 5 (no score) → positions 1, 2, 2, 4.
