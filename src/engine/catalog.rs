@@ -4,8 +4,8 @@ use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filters::{paginate, sorted, Filters, Page, PageRequest};
-use super::snapshot::{Snapshot, Vehicle, ROW};
+use super::filters::{Filters, Page, PageRequest};
+use super::snapshot::{Snapshot, Vehicle};
 
 /// An item of `GET /catalog/vehicles`.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -53,19 +53,17 @@ impl From<&Vehicle> for CatalogVehicle {
     }
 }
 
-/// The catalog order: marca, modelo, versao (byte order), ano descending, then id.
-pub const ORDER: &[(&str, bool)] = &[("marca", false), ("modelo", false), ("versao", false), ("ano", true)];
-
-/// Sorts a frame in [`ORDER`] (id last).
-pub fn in_catalog_order(lf: LazyFrame) -> LazyFrame {
-    sorted(lf, ORDER)
-}
-
-/// One page of the filtered catalog in [`ORDER`]. The snapshot's frame is stored in that order
-/// (see `Snapshot::build`) and filtering keeps relative order, so no per-request sort is needed.
+/// One page of the filtered catalog in catalog order (marca, modelo, versao byte-wise, ano
+/// descending, id). The table is stored in that order and a selection keeps it, so a page is a
+/// slice of the matching rows: no per-request sort.
 pub fn list(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<CatalogVehicle>> {
-    let lf = filters.apply(snapshot.lazy()).select([col(ROW)]);
-    let (df, pagination) = paginate(lf, page)?;
-    let items = snapshot.rows_of(&df)?.into_iter().map(CatalogVehicle::from).collect();
-    Ok(Page { items, pagination })
+    let (rows, total): (Vec<u32>, usize) = match snapshot.selection(filters) {
+        None => {
+            let range = page.range(snapshot.len());
+            (range.map(|r| r as u32).collect(), snapshot.len())
+        }
+        Some(rows) => (rows[page.range(rows.len())].to_vec(), rows.len()),
+    };
+    let items = rows.into_iter().map(|r| CatalogVehicle::from(&snapshot.vehicle_at(r))).collect();
+    Ok(Page { items, pagination: page.pagination(total) })
 }

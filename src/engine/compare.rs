@@ -120,16 +120,17 @@ fn round1(x: f64) -> f64 {
 
 /// Compares the vehicles of `ids` (request order); unknown ids are reported, not fatal.
 pub fn compare(snapshot: &Snapshot, ids: &[Uuid]) -> Comparison {
-    let mut found = Vec::new();
+    let mut found: Vec<Vehicle> = Vec::new();
     let mut missing = Vec::new();
     for id in ids {
         match snapshot.vehicle(id) {
-            Some(v) if !found.iter().any(|f: &&Vehicle| f.id == v.id) => found.push(v),
+            Some(v) if !found.iter().any(|f| f.id == v.id) => found.push(v),
             Some(_) => {}
             None if !missing.contains(id) => missing.push(*id),
             None => {}
         }
     }
+    let found: Vec<&Vehicle> = found.iter().collect();
     compare_vehicles(&found, missing)
 }
 

@@ -5,21 +5,8 @@ use polars::prelude::*;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::load::{folded_name, FOLDED};
-
-/// Lower case, canonical decomposition, combining marks removed: "Elétrico" → "eletrico".
-pub fn fold(e: Expr) -> Expr {
-    e.str().normalize(UnicodeForm::NFD).str().replace_all(lit(r"\p{M}"), lit(""), false).str().to_lowercase()
-}
-
-/// Folds one filter value with exactly the expression used on the columns.
-pub fn fold_value(value: &str) -> String {
-    df!("v" => [value])
-        .and_then(|df| df.lazy().select([fold(col("v"))]).collect())
-        .ok()
-        .and_then(|df| df.column("v").ok()?.str().ok()?.get(0).map(str::to_string))
-        .unwrap_or_else(|| value.to_lowercase())
-}
+use super::schema::ID_RANK;
+use super::text_index::{fold, FOLDED};
 
 /// A case- and accent-insensitive literal substring filter on one catalog column.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,7 +25,7 @@ impl TextFilter {
     /// A filter for a known parameter name (`None` for any other name).
     pub fn new(param: &str, value: &str) -> Option<TextFilter> {
         let (param, column) = FOLDED.iter().find(|(p, _)| *p == param)?;
-        Some(TextFilter { param, column, value: value.to_string(), folded: fold_value(value) })
+        Some(TextFilter { param, column, value: value.to_string(), folded: fold(value) })
     }
 }
 
@@ -57,31 +44,16 @@ impl Filters {
         self.text.is_empty() && self.ano.is_none() && self.ano_min.is_none() && self.ano_max.is_none()
     }
 
-    /// The conjunction of every filter, or `None` when there is none.
-    pub fn predicate(&self) -> Option<Expr> {
-        let mut parts: Vec<Expr> = self
-            .text
-            .iter()
-            .map(|f| col(folded_name(f.column)).str().contains_literal(lit(f.folded.clone())).fill_null(lit(false)))
-            .collect();
+    /// The inclusive year bounds (an exact year is both), or `None` without a year filter.
+    pub fn ano_bounds(&self) -> Option<(i32, i32)> {
         let (min, max) = match self.ano {
             Some(a) => (Some(a), Some(a)),
             None => (self.ano_min, self.ano_max),
         };
-        if let Some(m) = min {
-            parts.push(col("ano").gt_eq(lit(m)));
+        if min.is_none() && max.is_none() {
+            return None;
         }
-        if let Some(m) = max {
-            parts.push(col("ano").lt_eq(lit(m)));
-        }
-        parts.into_iter().reduce(|a, b| a.and(b))
-    }
-
-    pub fn apply(&self, lf: LazyFrame) -> LazyFrame {
-        match self.predicate() {
-            Some(p) => lf.filter(p),
-            None => lf,
-        }
+        Some((min.unwrap_or(i32::MIN), max.unwrap_or(i32::MAX)))
     }
 
     /// The filters as received, with typed values, for `meta.filters_applied`.
@@ -130,30 +102,33 @@ pub struct Page<T> {
     pub pagination: Pagination,
 }
 
-/// Sorts `lf` by `keys` (column, descending), nulls last, with `id` ascending as the final
-/// tie-breaker so every list has a total order.
+/// Sorts `lf` by `keys` (column, descending), nulls last, with the id ascending (its rank,
+/// [`ID_RANK`]) as the final tie-breaker so every list has a total order.
 pub fn sorted(lf: LazyFrame, keys: &[(&str, bool)]) -> LazyFrame {
     let mut exprs: Vec<Expr> = keys.iter().map(|(c, _)| col(*c)).collect();
     let mut desc: Vec<bool> = keys.iter().map(|(_, d)| *d).collect();
-    exprs.push(col("id"));
+    exprs.push(col(ID_RANK));
     desc.push(false);
     lf.sort_by_exprs(exprs, SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true))
 }
 
-/// Counts the rows of `lf` and collects the requested page of it (already sorted).
-pub fn paginate(lf: LazyFrame, page: PageRequest) -> PolarsResult<(DataFrame, Pagination)> {
-    let total = lf.clone().select([len().alias("n")]).collect()?;
-    let total = total.column("n")?.cast(&DataType::UInt64)?.u64()?.get(0).unwrap_or(0);
-    let size = page.page_size as u64;
-    let offset = (page.page - 1).saturating_mul(size);
-    let df = if offset >= total {
-        lf.slice(0, 0).collect()?
-    } else {
-        lf.slice(offset as i64, page.page_size as IdxSize).collect()?
-    };
-    let pagination =
-        Pagination { page: page.page, page_size: page.page_size, total, total_pages: total.div_ceil(size) };
-    Ok((df, pagination))
+impl PageRequest {
+    /// The range of positions of this page in a list of `total` items (empty past the end).
+    pub fn range(&self, total: usize) -> std::ops::Range<usize> {
+        let start = (self.page - 1).saturating_mul(self.page_size as u64).min(total as u64) as usize;
+        start..(start + self.page_size as usize).min(total)
+    }
+
+    /// The pagination of a list of `total` items.
+    pub fn pagination(&self, total: usize) -> Pagination {
+        let total = total as u64;
+        Pagination {
+            page: self.page,
+            page_size: self.page_size,
+            total,
+            total_pages: total.div_ceil(self.page_size as u64),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -161,28 +136,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn folding_drops_case_and_accents() {
-        assert_eq!(fold_value("Elétrico"), "eletrico");
-        assert_eq!(fold_value("HÍBRIDO Plug-in"), "hibrido plug-in");
-        assert_eq!(fold_value("Citroën"), "citroen");
-        assert_eq!(fold_value("100%_.*"), "100%_.*");
-    }
-
-    #[test]
     fn unknown_text_filter_is_none() {
         assert!(TextFilter::new("cor", "azul").is_none());
-        assert_eq!(TextFilter::new("combustivel", "x").unwrap().column, "combustivel_tipo");
+        let f = TextFilter::new("combustivel", "Elétrico").unwrap();
+        assert_eq!((f.column, f.folded.as_str()), ("combustivel_tipo", "eletrico"));
     }
 
     #[test]
-    fn exact_year_overrides_bounds_in_predicate() {
-        let f = Filters { ano: Some(2020), ..Default::default() };
-        let df = df!("ano" => [2019, 2020, 2021]).unwrap();
-        let out = f.apply(df.lazy()).collect().unwrap();
-        assert_eq!(out.height(), 1);
+    fn exact_year_overrides_bounds() {
+        let f = Filters { ano: Some(2020), ano_min: Some(1990), ..Default::default() };
+        assert_eq!(f.ano_bounds(), Some((2020, 2020)));
         let f = Filters { ano_min: Some(2020), ..Default::default() };
-        let df = df!("ano" => [2019, 2020, 2021]).unwrap();
-        assert_eq!(f.apply(df.lazy()).collect().unwrap().height(), 2);
+        assert_eq!(f.ano_bounds(), Some((2020, i32::MAX)));
+        assert_eq!(Filters::default().ano_bounds(), None);
     }
 
     #[test]
@@ -197,15 +163,12 @@ mod tests {
 
     #[test]
     fn pagination_past_the_end_is_empty() {
-        let df = df!("id" => ["a", "b", "c"]).unwrap();
-        let (page, p) = paginate(df.lazy(), PageRequest { page: 3, page_size: 2 }).unwrap();
-        assert_eq!(page.height(), 0);
-        assert_eq!((p.total, p.total_pages), (3, 2));
-        let df = df!("id" => ["a", "b", "c"]).unwrap();
-        let (page, _) = paginate(df.lazy(), PageRequest { page: 2, page_size: 2 }).unwrap();
-        assert_eq!(page.height(), 1);
-        let df = df!("id" => ["a"]).unwrap();
-        let (_, p) = paginate(df.lazy(), PageRequest { page: u64::MAX, page_size: 100 }).unwrap();
-        assert_eq!(p.total_pages, 1);
+        let p = PageRequest { page: 3, page_size: 2 };
+        assert_eq!(p.range(3), 3..3);
+        assert_eq!((p.pagination(3).total, p.pagination(3).total_pages), (3, 2));
+        assert_eq!(PageRequest { page: 2, page_size: 2 }.range(3), 2..3);
+        let last = PageRequest { page: u64::MAX, page_size: 100 };
+        assert_eq!(last.range(1), 1..1);
+        assert_eq!(last.pagination(1).total_pages, 1);
     }
 }

@@ -7,8 +7,8 @@ use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filters::{paginate, published_mean, sorted, Filters, Page, PageRequest, Pagination};
-use super::snapshot::{Snapshot, Vehicle, ROW};
+use super::filters::{published_mean, Filters, Page, PageRequest, Pagination};
+use super::snapshot::{Snapshot, Vehicle};
 
 const ECO_SCORE: &str = "eco_score";
 const CONSUMO: &str = "consumo_referencia";
@@ -271,9 +271,17 @@ fn u64_at(df: &DataFrame, name: &str) -> PolarsResult<Option<u64>> {
     Ok(c.u64()?.get(0))
 }
 
-/// `GET /insights/summary` over the filtered vehicles.
+/// `GET /insights/summary` over the filtered vehicles (computed once per snapshot when there is
+/// no filter).
 pub fn summary(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSummary> {
-    let lf = filters.apply(snapshot.lazy());
+    if filters.is_empty() {
+        return snapshot.memo("insights/summary", || summary_of(snapshot, filters));
+    }
+    summary_of(snapshot, filters)
+}
+
+fn summary_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSummary> {
+    let lf = snapshot.filtered(filters, &[ECO_SCORE, CONSUMO, CO2, "categoria"])?;
     let mut exprs = vec![mean2(ECO_SCORE).alias("eco"), mean2(CONSUMO).alias("consumo"), mean2(CO2).alias("co2")];
     exprs.extend(band_counts(ECO_SCORE, &ECO_SCORE_BANDS));
     let totals = lf.clone().select(exprs).collect()?;
@@ -282,31 +290,55 @@ pub fn summary(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsS
         consumo_medio: f64_at(&totals, "consumo")?,
         emissao_media: f64_at(&totals, "co2")?,
     };
-    let categories = |descending| -> PolarsResult<Vec<CategoriaEcoScore>> {
-        Ok(group_means(lf.clone(), "categoria", ECO_SCORE, descending, Some(CATEGORY_LIST_LEN))?
+    // One aggregation, ordered by mean then categoria: the worst are its head, the best its
+    // tail reordered (mean descending, categoria ascending).
+    let worst_first = group_means(lf, "categoria", ECO_SCORE, false, None)?;
+    let mut best_first = worst_first.clone();
+    best_first.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let listed = |groups: Vec<(String, f64)>| -> Vec<CategoriaEcoScore> {
+        groups
             .into_iter()
+            .take(CATEGORY_LIST_LEN as usize)
             .map(|(categoria, eco_score_medio)| CategoriaEcoScore { categoria, eco_score_medio })
-            .collect())
+            .collect()
     };
     Ok(InsightsSummary {
         medias_gerais,
-        melhores_categorias: categories(true)?,
-        piores_categorias: categories(false)?,
+        melhores_categorias: listed(best_first),
+        piores_categorias: listed(worst_first),
         distribuicao_eco_score: read_bands(&totals, &ECO_SCORE_BANDS)?,
     })
 }
 
-/// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page.
-fn ranked_page<'a>(
-    snapshot: &'a Snapshot,
+/// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page:
+/// the metric's order (computed once per snapshot) walked once, counting the matches and keeping
+/// the page's rows.
+fn ranked_page(
+    snapshot: &Snapshot,
     filters: &Filters,
     metric: &str,
     page: PageRequest,
-) -> PolarsResult<(Vec<&'a Vehicle>, Pagination)> {
-    let lf = filters.apply(snapshot.lazy()).filter(col(metric).is_not_null());
-    let lf = sorted(lf, &[(metric, true)]).select([col(ROW)]);
-    let (df, pagination) = paginate(lf, page)?;
-    Ok((snapshot.rows_of(&df)?, pagination))
+) -> PolarsResult<(Vec<Vehicle>, Pagination)> {
+    let order = snapshot.order(metric, true)?;
+    let range = page.range(usize::MAX);
+    let (rows, total) = if filters.is_empty() {
+        let range = page.range(order.len());
+        (order[range].to_vec(), order.len())
+    } else {
+        let matcher = snapshot.matcher(filters);
+        let mut rows = Vec::with_capacity(page.page_size as usize);
+        let mut total = 0usize;
+        for &r in order {
+            if matcher.matches(r) {
+                if range.contains(&total) {
+                    rows.push(r);
+                }
+                total += 1;
+            }
+        }
+        (rows, total)
+    };
+    Ok((rows.into_iter().map(|r| snapshot.vehicle_at(r)).collect(), page.pagination(total)))
 }
 
 fn missing(metric: &str, v: &Vehicle) -> PolarsError {
@@ -328,7 +360,7 @@ pub fn efficiency(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> 
                 ano: v.ano,
                 categoria: v.categoria.clone(),
                 combustivel_tipo: v.combustivel_tipo.clone(),
-                eficiencia_media_referencia: v.eficiencia_media_referencia.ok_or_else(|| missing(EFICIENCIA, v))?,
+                eficiencia_media_referencia: v.eficiencia_media_referencia.ok_or_else(|| missing(EFICIENCIA, &v))?,
                 consumo_referencia: v.consumo_referencia,
                 autonomia_km: v.autonomia_km,
             })
@@ -350,17 +382,25 @@ pub fn eco_scores(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> 
                 versao: v.versao.clone(),
                 ano: v.ano,
                 categoria: v.categoria.clone(),
-                eco_score: v.eco_score.ok_or_else(|| missing(ECO_SCORE, v))?,
-                faixa: v.eco_faixa.clone().ok_or_else(|| missing("eco_faixa", v))?,
+                eco_score: v.eco_score.ok_or_else(|| missing(ECO_SCORE, &v))?,
+                faixa: v.eco_faixa.clone().ok_or_else(|| missing("eco_faixa", &v))?,
             })
         })
         .collect::<PolarsResult<_>>()?;
     Ok(Page { items, pagination })
 }
 
-/// `GET /insights/emissions` over the filtered vehicles.
+/// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there
+/// is no filter).
 pub fn emissions(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<EmissionsSummary> {
-    let lf = filters.apply(snapshot.lazy());
+    if filters.is_empty() {
+        return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters));
+    }
+    emissions_of(snapshot, filters)
+}
+
+fn emissions_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+    let lf = snapshot.filtered(filters, &[CO2, "categoria", "combustivel_tipo"])?;
     let by = |key: &str| -> PolarsResult<Vec<GrupoMedia>> {
         Ok(group_means(lf.clone(), key, CO2, false, None)?
             .into_iter()
@@ -375,10 +415,18 @@ pub fn emissions(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Emissio
 }
 
 /// `GET /aggregations/by-brand`: one item per brand of the filtered vehicles, by brand
-/// ascending case-insensitively, then byte-wise.
+/// ascending case-insensitively, then byte-wise (computed once per snapshot when there is no
+/// filter).
 pub fn by_brand(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
-    let df = filters
-        .apply(snapshot.lazy())
+    if filters.is_empty() {
+        return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters));
+    }
+    by_brand_of(snapshot, filters)
+}
+
+fn by_brand_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+    let df = snapshot
+        .filtered(filters, &["marca", CONSUMO, CO2, ECO_SCORE])?
         .group_by([col("marca")])
         .agg([
             len().cast(DataType::UInt64).alias("quantidade"),

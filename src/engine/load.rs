@@ -9,9 +9,9 @@ use polars::prelude::*;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::filters::fold;
 use super::schema::{self, Problem, COLUMNS, ID};
 use super::snapshot::{DatasetInfo, Snapshot};
+use super::text_index::fold;
 use super::views::Views;
 
 /// Why an export was refused.
@@ -31,24 +31,16 @@ fn list(problems: &[Problem]) -> String {
     problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
 }
 
-/// The text filters of the API and the catalog column each one reads.
-pub const FOLDED: &[(&str, &str)] = &[
-    ("marca", "marca"),
-    ("modelo", "modelo"),
-    ("categoria", "categoria"),
-    ("combustivel", "combustivel_tipo"),
-    ("propulsao", "tipo_propulsao"),
-    ("transmissao", "transmissao_tipo"),
-];
+/// The folded fuel name the views read (`combustivel_fold`): lower case without accents, so
+/// 'ELÉTRICO', 'Eletrico' and 'elétrico' are the same fuel. Folded once per distinct value.
+pub const FUEL_FOLD: &str = "combustivel_fold";
 
-/// Name of the folded (lower case, no accents) copy of a filtered column.
-pub fn folded_name(column: &str) -> String {
-    match column {
-        "combustivel_tipo" => "combustivel_fold".into(),
-        "tipo_propulsao" => "propulsao_fold".into(),
-        "transmissao_tipo" => "transmissao_fold".into(),
-        other => format!("{other}_fold"),
-    }
+fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
+    let fuels = df.column("combustivel_tipo")?.str()?;
+    let mut cache: PlHashMap<&str, String> = PlHashMap::new();
+    let folded: StringChunked =
+        fuels.iter().map(|v| v.map(|v| cache.entry(v).or_insert_with(|| fold(v)).clone())).collect();
+    Ok(folded.with_name(FUEL_FOLD.into()).into_column())
 }
 
 /// The dataset version: the first 16 hex digits of a SHA-256 over everything an answer depends
@@ -77,7 +69,7 @@ pub fn validate_file(path: &Path) -> Result<usize, LoadError> {
 }
 
 /// Checks a raw export and returns it with canonical columns (in schema order, extra columns
-/// dropped), non-finite floats as nulls, ids present, and the folded filter columns added.
+/// dropped), NaN as nulls, ids present, and the folded fuel name the views read added.
 pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
     let mut problems = schema::check(&raw);
     if !problems.is_empty() {
@@ -115,8 +107,9 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
         df.insert_column(0, Column::new(ID.into(), text)).map_err(internal)?;
     }
 
-    let folds: Vec<Expr> = FOLDED.iter().map(|(_, column)| fold(col(*column)).alias(folded_name(column))).collect();
-    df.lazy().with_columns(folds).collect().map_err(internal)
+    let fuel = fuel_fold(&df).map_err(internal)?;
+    df.with_column(fuel).map_err(internal)?;
+    Ok(df)
 }
 
 fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {

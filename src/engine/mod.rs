@@ -14,5 +14,6 @@ pub mod reload;
 pub mod schema;
 pub mod snapshot;
 pub mod store;
+pub mod text_index;
 pub mod vehicles;
 pub mod views;

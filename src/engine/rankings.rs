@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::filters::{published, published_mean, sorted, Filters};
-use super::snapshot::{Snapshot, Vehicle, ROW};
+use super::snapshot::{Snapshot, Table, Vehicle, ID_RANK, ROW};
 
 /// Largest `top` a parameterised ranking accepts.
 pub const MAX_TOP: u32 = 100;
@@ -133,6 +133,16 @@ impl GroupBy {
         match self {
             GroupBy::Categoria => "categoria",
             GroupBy::Combustivel => "combustivel",
+            GroupBy::Marca => "marca",
+            GroupBy::Ano => "ano",
+        }
+    }
+
+    /// The column holding the key.
+    fn column(self) -> &'static str {
+        match self {
+            GroupBy::Categoria => "categoria",
+            GroupBy::Combustivel => "combustivel_tipo",
             GroupBy::Marca => "marca",
             GroupBy::Ano => "ano",
         }
@@ -390,21 +400,21 @@ impl FixedSpec {
     }
 
     /// The top `n` vehicles of the whole dataset with their ranked values.
-    fn top<'a>(&self, snapshot: &'a Snapshot, n: u32) -> PolarsResult<Vec<(&'a Vehicle, f64)>> {
-        let lf = sorted(valued(snapshot.lazy(), self.value.clone()), &[(VALUE, self.order.descending())]);
+    fn top(&self, table: &Table, n: u32) -> PolarsResult<Vec<(Vehicle, f64)>> {
+        let lf = sorted(valued(table.lazy(), self.value.clone()), &[(VALUE, self.order.descending())]);
         let lf = lf.limit(n as IdxSize);
         let df = lf.select([col(ROW), col(VALUE).cast(DataType::Float64)]).collect()?;
         let values: Vec<f64> = df.column(VALUE)?.f64()?.into_no_null_iter().collect();
-        Ok(snapshot.rows_of(&df)?.into_iter().zip(values).collect())
+        Ok(table.rows_of(&df)?.into_iter().zip(values).collect())
     }
 }
 
 impl FixedRankings {
-    /// Computes every fixed ranking of a snapshot (its vehicles already materialised).
-    pub fn compute(snapshot: &Snapshot) -> PolarsResult<FixedRankings> {
+    /// Computes every fixed ranking of a table.
+    pub fn compute(table: &Table) -> PolarsResult<FixedRankings> {
         let [economical, co2, electric, eco] = FixedSpec::all();
         let mut overview = Vec::new();
-        let mut push_overview = |spec: &FixedSpec, top: &[(&Vehicle, f64)]| {
+        let mut push_overview = |spec: &FixedSpec, top: &[(Vehicle, f64)]| {
             for (i, (v, value)) in top.iter().take(OVERVIEW_TOP).enumerate() {
                 overview.push(OverviewItem {
                     ranking_tipo: spec.ranking_type.into(),
@@ -423,11 +433,11 @@ impl FixedRankings {
             }
         };
 
-        let top = economical.top(snapshot, FIXED_TOP)?;
+        let top = economical.top(table, FIXED_TOP)?;
         push_overview(&economical, &top);
         let most_economical = full_ranking(&economical, &top);
 
-        let top = co2.top(snapshot, FIXED_TOP)?;
+        let top = co2.top(table, FIXED_TOP)?;
         push_overview(&co2, &top);
         let lowest_co2 = FixedRanking {
             ranking_type: co2.ranking_type.into(),
@@ -444,11 +454,11 @@ impl FixedRankings {
                 .collect(),
         };
 
-        let top = electric.top(snapshot, FIXED_TOP)?;
+        let top = electric.top(table, FIXED_TOP)?;
         push_overview(&electric, &top);
         let longest_electric_range = full_ranking(&electric, &top);
 
-        let top = eco.top(snapshot, OVERVIEW_TOP as u32)?;
+        let top = eco.top(table, OVERVIEW_TOP as u32)?;
         push_overview(&eco, &top);
 
         Ok(FixedRankings {
@@ -460,7 +470,7 @@ impl FixedRankings {
     }
 }
 
-fn full_ranking(spec: &FixedSpec, top: &[(&Vehicle, f64)]) -> FixedRanking<FixedRankingItem> {
+fn full_ranking(spec: &FixedSpec, top: &[(Vehicle, f64)]) -> FixedRanking<FixedRankingItem> {
     FixedRanking {
         ranking_type: spec.ranking_type.into(),
         items: top
@@ -489,18 +499,25 @@ fn valued(lf: LazyFrame, value: Expr) -> LazyFrame {
     lf.with_column(value.alias(VALUE)).filter(col(VALUE).is_not_null().and(col(VALUE).is_finite()))
 }
 
-/// `GET /rankings/custom`: the top N of the filtered vehicles by the metric, in the order.
+/// `GET /rankings/custom`: the top N of the filtered vehicles by the metric, in the order. The
+/// table keeps each metric's order (computed once), so the top N is the first N rows of that
+/// order passing the filters: no sort per request.
 pub fn custom(snapshot: &Snapshot, query: &RankingQuery) -> PolarsResult<Vec<RankingItem>> {
-    let lf = valued(query.filters.apply(snapshot.lazy()), col(query.metric.column()));
-    let lf = sorted(lf, &[(VALUE, query.order.descending())]);
-    let df = lf.limit(query.top as IdxSize).select([col(ROW)]).collect()?;
-    Ok(snapshot.rows_of(&df)?.into_iter().map(RankingItem::from).collect())
+    let order = snapshot.order(query.metric.column(), query.order.descending())?;
+    let matcher = snapshot.matcher(&query.filters);
+    Ok(order
+        .iter()
+        .copied()
+        .filter(|&r| matcher.matches(r))
+        .take(query.top as usize)
+        .map(|r| RankingItem::from(&snapshot.vehicle_at(r)))
+        .collect())
 }
 
 /// The group's `row`s sorted by the ranked value in `order`, id ascending on ties.
 fn rows_by_value(order: Order) -> Expr {
     col(ROW).sort_by(
-        [col(VALUE), col("id")],
+        [col(VALUE), col(ID_RANK)],
         SortMultipleOptions::default().with_order_descending_multi([order.descending(), false]),
     )
 }
@@ -509,24 +526,25 @@ fn rows_by_value(order: Order) -> Expr {
 /// ordered by the group mean in `order` then by key ascending.
 pub fn grouped(snapshot: &Snapshot, query: &RankingQuery, by: GroupBy) -> PolarsResult<RankingGroups> {
     let natural = query.metric.natural();
-    let lf = valued(query.filters.apply(snapshot.lazy()), col(query.metric.column()))
-        .with_column(by.key().alias(GROUP))
-        .group_by([col(GROUP)])
-        .agg([
-            published_mean(col(VALUE)).alias(MEAN),
-            rows_by_value(natural).first().alias(BEST),
-            rows_by_value(natural.reversed()).first().alias(WORST),
-            rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),
-        ])
-        .sort_by_exprs(
-            [col(MEAN), col(GROUP)],
-            SortMultipleOptions::default()
-                .with_order_descending_multi([query.order.descending(), false])
-                .with_nulls_last(true),
-        );
+    let lf =
+        valued(snapshot.filtered(&query.filters, &[query.metric.column(), by.column()])?, col(query.metric.column()))
+            .with_column(by.key().alias(GROUP))
+            .group_by([col(GROUP)])
+            .agg([
+                published_mean(col(VALUE)).alias(MEAN),
+                rows_by_value(natural).first().alias(BEST),
+                rows_by_value(natural.reversed()).first().alias(WORST),
+                rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),
+            ])
+            .sort_by_exprs(
+                [col(MEAN), col(GROUP)],
+                SortMultipleOptions::default()
+                    .with_order_descending_multi([query.order.descending(), false])
+                    .with_nulls_last(true),
+            );
     let df = lf.collect()?;
 
-    let vehicle = |r: Option<u32>| r.map(|r| RankingItem::from(&snapshot.vehicles[r as usize]));
+    let vehicle = |r: Option<u32>| r.map(|r| RankingItem::from(&snapshot.vehicle_at(r)));
     let keys = df.column(GROUP)?.str()?;
     let means = df.column(MEAN)?.cast(&DataType::Float64)?;
     let means = means.f64()?;
@@ -619,16 +637,17 @@ mod tests {
     #[test]
     fn plans_match_a_plain_rust_reference() {
         let s = snapshot(400, 7);
+        let all = s.vehicles();
         for &(_, m) in Metric::CHOICES {
             for order in [Order::Asc, Order::Desc] {
                 let q = RankingQuery::new(Filters::default(), Some(m), Some(order), 25);
                 let got: Vec<Uuid> = custom(&s, &q).unwrap().iter().map(|i| i.vehicle_id).collect();
-                let want: Vec<Uuid> = reference(s.vehicles.iter(), m, order).iter().take(25).map(|v| v.id).collect();
+                let want: Vec<Uuid> = reference(all.iter(), m, order).iter().take(25).map(|v| v.id).collect();
                 assert_eq!(got, want, "{m:?} {order:?}");
 
                 let groups = grouped(&s, &q, GroupBy::Categoria).unwrap().groups;
                 for g in &groups {
-                    let members = reference(s.vehicles.iter().filter(|v| v.categoria == g.grupo), m, order);
+                    let members = reference(all.iter().filter(|v| v.categoria == g.grupo), m, order);
                     let top: Vec<Uuid> = g.top_items.iter().map(|i| i.vehicle_id).collect();
                     let want: Vec<Uuid> = members.iter().take(25).map(|v| v.id).collect();
                     assert_eq!(top, want);
@@ -640,7 +659,7 @@ mod tests {
                     assert!((g.media_grupo - mean).abs() <= 0.005 + 1e-9, "{} vs {mean}", g.media_grupo);
                 }
                 let mut keys: Vec<&str> =
-                    s.vehicles.iter().filter(|v| value(v, m).is_some()).map(|v| v.categoria.as_str()).collect();
+                    all.iter().filter(|v| value(v, m).is_some()).map(|v| v.categoria.as_str()).collect();
                 keys.sort_unstable();
                 keys.dedup();
                 assert_eq!(groups.len(), keys.len());
@@ -651,9 +670,10 @@ mod tests {
     #[test]
     fn fixed_rankings_are_computed_once() {
         let s = snapshot(300, 11);
+        let all = s.vehicles();
         let f = &s.fixed;
         let want: Vec<Uuid> =
-            reference(s.vehicles.iter(), Metric::Eficiencia, Order::Desc).iter().take(10).map(|v| v.id).collect();
+            reference(all.iter(), Metric::Eficiencia, Order::Desc).iter().take(10).map(|v| v.id).collect();
         let got: Vec<Uuid> = f.most_economical.items.iter().map(|i| i.vehicle_id).collect();
         assert_eq!(got, want);
         let positions: Vec<u32> = f.lowest_co2.items.iter().map(|i| i.ranking_posicao).collect();
@@ -663,7 +683,7 @@ mod tests {
         let mut expected = Vec::new();
         for k in ["mais-economicos", "co2-menor", "maior-autonomia-eletrica", "melhor-eco-score"] {
             let n = if k == "maior-autonomia-eletrica" {
-                s.vehicles.iter().filter(|v| v.autonomia_eletrica_km.is_some()).count().min(5)
+                all.iter().filter(|v| v.autonomia_eletrica_km.is_some()).count().min(5)
             } else {
                 5
             };

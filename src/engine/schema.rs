@@ -62,6 +62,11 @@ const fn col_spec(name: &'static str, kind: Kind, nullable: bool) -> ColumnSpec 
 
 /// The optional id column; derived when absent.
 pub const ID: &str = "id";
+/// Served column holding each row's number (its index in the table, catalog order).
+pub const ROW: &str = "row";
+/// Served column holding the rank of each id (ascending): the integer every list's last
+/// tie-breaker compares instead of the id text.
+pub const ID_RANK: &str = "id_rank";
 pub const ANO_MIN: i64 = 1900;
 pub const ANO_MAX: i64 = 2100;
 

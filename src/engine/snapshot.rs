@@ -1,19 +1,26 @@
-//! The immutable, fully computed dataset one request works on: the served frame, one record per
-//! vehicle, an id index and everything that depends only on the dataset (positions, fixed
-//! rankings). A new export builds a new snapshot; nothing in a snapshot ever changes.
+//! The immutable, fully computed dataset one request works on: the served columns, an id index,
+//! the text dictionaries of the filters and everything that depends only on the dataset
+//! (positions, per-metric orders, fixed rankings). A new export builds a new snapshot; nothing in
+//! a snapshot ever changes (the per-metric orders are computed once, on first use).
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::filters::Filters;
+use super::publish::published;
 use super::rankings::FixedRankings;
+use super::schema::{COLUMNS, ID};
+use super::text_index::{Matcher, TextIndex};
+use super::views::DERIVED_COLUMNS;
 
-/// Name of the column holding each row's index into [`Snapshot::vehicles`].
-pub const ROW: &str = "row";
+pub use super::schema::{ID_RANK, ROW};
 
 /// One vehicle with its catalog fields, published metrics and precomputed positions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -62,184 +69,383 @@ pub struct Vehicle {
 /// Facts about where a snapshot came from.
 #[derive(Debug, Clone, Serialize)]
 pub struct DatasetInfo {
-    /// Content hash of the file (first 16 hex digits of its SHA-256).
+    /// Hash of everything an answer depends on (export, views, cost configuration).
     pub version: String,
     pub loaded_at: DateTime<Utc>,
     pub source: PathBuf,
     pub rows: usize,
 }
 
-/// An immutable loaded dataset.
+/// An immutable loaded dataset: its table and the rankings that depend only on it.
 #[derive(Debug)]
 pub struct Snapshot {
     pub info: DatasetInfo,
-    /// The final view plus folded filter columns, positions and the `row` index column.
-    pub frame: DataFrame,
-    pub vehicles: Vec<Vehicle>,
-    pub by_id: HashMap<Uuid, u32>,
+    pub table: Table,
     pub fixed: FixedRankings,
 }
 
+impl std::ops::Deref for Snapshot {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        &self.table
+    }
+}
+
 impl Snapshot {
-    /// A lazy scan of the served frame (cheap: columns are shared, not copied).
+    /// Builds a snapshot from the collected final view (see `load`): the table first, then the
+    /// fixed rankings over it, so a snapshot is never observable half-built.
+    pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
+        let table = Table::build(view)?;
+        let fixed = FixedRankings::compute(&table)?;
+        Ok(Snapshot { info, table, fixed })
+    }
+}
+
+/// The metric columns with a precomputed order (see [`Table::order`]).
+pub const ORDERED: [&str; 5] =
+    ["eco_score", "consumo_referencia", "co2_referencia_g_km", "autonomia_km", "eficiencia_media_referencia"];
+
+/// The served columns, in catalog order, one chunk each: the input columns (but `id`, kept as
+/// [`Table::ids`]), the published metrics, the eco-score positions, [`ROW`] and [`ID_RANK`].
+/// Nothing else the views computed is kept. Every per-vehicle answer reads its row from these
+/// columns by index; text filters are resolved through the [`TextIndex`].
+#[derive(Debug)]
+pub struct Table {
+    frame: DataFrame,
+    ids: Vec<Uuid>,
+    by_id: HashMap<Uuid, u32>,
+    cols: Cols,
+    anos: Vec<i32>,
+    pub index: TextIndex,
+    orders: [[OnceLock<Vec<u32>>; 2]; ORDERED.len()],
+    /// Answers that depend only on the dataset, computed on first use.
+    memo: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Table {
+    /// A lazy scan of the whole table (cheap: columns are shared, not copied).
     pub fn lazy(&self) -> LazyFrame {
         self.frame.clone().lazy()
     }
 
-    pub fn vehicle(&self, id: &Uuid) -> Option<&Vehicle> {
-        self.by_id.get(id).map(|&r| &self.vehicles[r as usize])
+    pub fn frame(&self) -> &DataFrame {
+        &self.frame
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The row of a vehicle id.
+    pub fn row_of(&self, id: &Uuid) -> Option<u32> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The id of a row.
+    pub fn id_at(&self, row: u32) -> Uuid {
+        self.ids[row as usize]
+    }
+
+    /// One vehicle, read from the columns.
+    pub fn vehicle(&self, id: &Uuid) -> Option<Vehicle> {
+        self.row_of(id).map(|r| self.vehicle_at(r))
+    }
+
+    /// The vehicle of a row, read from the columns.
+    pub fn vehicle_at(&self, row: u32) -> Vehicle {
+        self.cols.vehicle(row as usize, self.ids[row as usize])
     }
 
     /// The vehicles of a collected frame's `row` column, in the frame's order.
-    pub fn rows_of(&self, df: &DataFrame) -> PolarsResult<Vec<&Vehicle>> {
-        let rows = df.column(ROW)?.cast(&DataType::UInt32)?;
-        Ok(rows.u32()?.iter().flatten().map(|r| &self.vehicles[r as usize]).collect())
+    pub fn rows_of(&self, df: &DataFrame) -> PolarsResult<Vec<Vehicle>> {
+        Ok(row_numbers(df)?.into_iter().map(|r| self.vehicle_at(r)).collect())
     }
 
-    /// Builds a snapshot from the collected final view (see `load`).
-    pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
-        let frame = with_positions(view)?;
-        let vehicles = materialise(&frame)?;
-        let by_id = vehicles.iter().enumerate().map(|(i, v)| (v.id, i as u32)).collect();
-        let mut snapshot = Snapshot { info, frame, vehicles, by_id, fixed: FixedRankings::default() };
-        snapshot.fixed = FixedRankings::compute(&snapshot)?;
-        Ok(snapshot)
+    /// Every vehicle, in catalog order (tests and tools; answers read only the rows they need).
+    pub fn vehicles(&self) -> Vec<Vehicle> {
+        (0..self.len() as u32).map(|r| self.vehicle_at(r)).collect()
+    }
+
+    /// The model year of a row.
+    pub fn ano_at(&self, row: u32) -> i32 {
+        self.anos[row as usize]
+    }
+
+    /// The filters compiled against this table's dictionaries.
+    pub fn matcher(&self, filters: &Filters) -> Matcher<'_> {
+        let text: Vec<(&str, &str)> = filters.text.iter().map(|f| (f.column, f.folded.as_str())).collect();
+        Matcher::new(&self.index, &self.anos, &text, filters.ano_bounds())
+    }
+
+    /// The rows (in catalog order) passing `filters`; `None` when there is no filter (every row).
+    pub fn selection(&self, filters: &Filters) -> Option<Vec<u32>> {
+        if filters.is_empty() {
+            return None;
+        }
+        let matcher = self.matcher(filters);
+        Some(match matcher.candidates() {
+            Some(rows) => rows.into_iter().filter(|&r| matcher.matches(r)).collect(),
+            None => (0..self.len() as u32).filter(|&r| matcher.matches(r)).collect(),
+        })
+    }
+
+    /// A lazy frame of the rows passing `filters` with `columns` plus [`ROW`] and [`ID_RANK`]:
+    /// only the selected rows of the needed columns are gathered.
+    pub fn filtered(&self, filters: &Filters, columns: &[&str]) -> PolarsResult<LazyFrame> {
+        let rows = self.selection(filters);
+        self.gather(rows.as_deref(), columns)
+    }
+
+    /// `columns` plus [`ROW`] and [`ID_RANK`] of the given rows (all rows when `None`).
+    pub fn gather(&self, rows: Option<&[u32]>, columns: &[&str]) -> PolarsResult<LazyFrame> {
+        let mut names: Vec<&str> = vec![ROW, ID_RANK];
+        for c in columns {
+            if !names.contains(c) {
+                names.push(c);
+            }
+        }
+        let df = self.frame.select(names)?;
+        Ok(match rows {
+            None => df.lazy(),
+            Some(rows) => df.take(&IdxCa::from_vec(PlSmallStr::EMPTY, rows.to_vec()))?.lazy(),
+        })
+    }
+
+    /// A value that depends only on this table, computed once (`key` names it).
+    pub fn memo<T>(&self, key: &'static str, compute: impl FnOnce() -> PolarsResult<T>) -> PolarsResult<T>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        let cached = self.memo.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+        if let Some(v) = cached.and_then(|v| v.downcast::<T>().ok()) {
+            return Ok((*v).clone());
+        }
+        let value = compute()?;
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::new(value.clone()));
+        Ok(value)
+    }
+
+    /// The rows with a value of `column` (one of [`ORDERED`]), best-first for `descending`, id
+    /// ascending on ties of the published value; computed once per table and direction.
+    pub fn order(&self, column: &str, descending: bool) -> PolarsResult<&[u32]> {
+        let Some(i) = ORDERED.iter().position(|c| *c == column) else {
+            polars_bail!(ComputeError: "no precomputed order for {column}");
+        };
+        let cell = &self.orders[i][descending as usize];
+        if let Some(v) = cell.get() {
+            return Ok(v);
+        }
+        let df = self
+            .frame
+            .select([ROW, ID_RANK, column])?
+            .lazy()
+            .filter(col(column).is_not_null())
+            .sort_by_exprs(
+                [col(column), col(ID_RANK)],
+                SortMultipleOptions::default().with_order_descending_multi([descending, false]),
+            )
+            .select([col(ROW)])
+            .collect()?;
+        let rows = row_numbers(&df)?;
+        Ok(cell.get_or_init(|| rows))
+    }
+
+    fn build(view: DataFrame) -> PolarsResult<Table> {
+        let frame = served(view)?;
+        let ids: Vec<Uuid> = frame
+            .column(ID)?
+            .str()?
+            .iter()
+            .map(|v| {
+                let v = v.unwrap_or_default();
+                Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
+            })
+            .collect::<PolarsResult<_>>()?;
+        let frame = frame.drop(ID)?;
+        let by_id = ids.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
+        let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+        let cols = Cols::new(&frame)?;
+        let index = TextIndex::build(&frame)?;
+        Ok(Table { frame, ids, by_id, cols, anos, index, orders: Default::default(), memo: Mutex::default() })
     }
 }
 
-/// Adds the eco-score positions (competition ranking: ties share the lowest position) and the
-/// percentile, once per dataset, so per-vehicle lookups never rank anything; stores the rows in
-/// catalog order so the listing only filters and slices.
-fn with_positions(view: DataFrame) -> PolarsResult<DataFrame> {
+/// The row numbers of a frame's [`ROW`] column.
+pub fn row_numbers(df: &DataFrame) -> PolarsResult<Vec<u32>> {
+    let rows = df.column(ROW)?.cast(&DataType::UInt32)?;
+    Ok(rows.u32()?.iter().flatten().collect())
+}
+
+/// The served frame: positions added, every column the views computed for their own use
+/// dropped, rows in catalog order (so the listing only filters and slices), ids ranked (so
+/// every tie-breaker compares integers), one chunk per column.
+fn served(view: DataFrame) -> PolarsResult<DataFrame> {
     let rank = |e: Expr| e.rank(RankOptions { method: RankMethod::Min, descending: true }, None).cast(DataType::UInt32);
     let scored = col("eco_score").count().cast(DataType::Float64);
     let global = col("posicao_global").cast(DataType::Float64);
+    let mut keep: Vec<Expr> = vec![col(ID)];
+    keep.extend(COLUMNS.iter().map(|c| col(c.name)));
+    keep.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
     let lf = view
         .lazy()
+        .select(keep)
         .with_columns([
             rank(col("eco_score")).alias("posicao_global"),
             rank(col("eco_score")).over([col("categoria")])?.alias("posicao_categoria"),
             rank(col("eco_score")).over([col("combustivel_tipo")])?.alias("posicao_combustivel"),
+            col(ID)
+                .rank(RankOptions { method: RankMethod::Ordinal, descending: false }, None)
+                .cast(DataType::UInt32)
+                .alias(ID_RANK),
         ])
         .with_column(
             when(col("eco_score").is_null())
                 .then(lit(NULL).cast(DataType::Float64))
                 .when(scored.clone().eq(lit(1.0)))
                 .then(lit(100.0))
-                .otherwise(super::filters::published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
+                .otherwise(published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
                 .alias("percentil"),
         );
-    super::catalog::in_catalog_order(lf).with_row_index(ROW, None).collect()
+    let mut df = CATALOG_ORDER.sort(lf).with_row_index(ROW, None).collect()?;
+    df.rechunk_mut();
+    Ok(df)
 }
 
-fn strs(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df.column(name)?.str()?.iter().map(|v| v.map(str::to_string)).collect())
-}
+/// The catalog order: marca, modelo, versao (byte order), ano descending, then id.
+pub struct CatalogOrder;
 
-fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
-    let c = df.column(name)?.cast(&DataType::Float64)?;
-    Ok(c.f64()?.iter().map(|v| v.filter(|x| x.is_finite())).collect())
-}
+/// See [`CatalogOrder`].
+pub const CATALOG_ORDER: CatalogOrder = CatalogOrder;
 
-fn i32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<i32>>> {
-    let c = df.column(name)?.cast(&DataType::Int32)?;
-    Ok(c.i32()?.iter().collect())
-}
+impl CatalogOrder {
+    pub const KEYS: &'static [(&'static str, bool)] =
+        &[("marca", false), ("modelo", false), ("versao", false), ("ano", true)];
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u32>>> {
-    let c = df.column(name)?.cast(&DataType::UInt32)?;
-    Ok(c.u32()?.iter().collect())
-}
-
-fn bools(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<bool>>> {
-    Ok(df.column(name)?.bool()?.iter().collect())
-}
-
-/// One [`Vehicle`] per row of the served frame, in row order.
-fn materialise(df: &DataFrame) -> PolarsResult<Vec<Vehicle>> {
-    let req = |v: Option<String>| v.unwrap_or_default();
-    let mut id = strs(df, "id")?.into_iter();
-    let mut marca = strs(df, "marca")?.into_iter();
-    let mut modelo = strs(df, "modelo")?.into_iter();
-    let mut versao = strs(df, "versao")?.into_iter();
-    let mut ano = i32s(df, "ano")?.into_iter();
-    let mut categoria = strs(df, "categoria")?.into_iter();
-    let mut motor = strs(df, "motor")?.into_iter();
-    let mut tipo_propulsao = strs(df, "tipo_propulsao")?.into_iter();
-    let mut combustivel_tipo = strs(df, "combustivel_tipo")?.into_iter();
-    let mut transmissao_tipo = strs(df, "transmissao_tipo")?.into_iter();
-    let mut transmissao_marchas = i32s(df, "transmissao_marchas")?.into_iter();
-    let mut ar_condicionado = bools(df, "ar_condicionado")?.into_iter();
-    let mut direcao = strs(df, "direcao_assistida_tipo")?.into_iter();
-    let mut ef_cid = f64s(df, "eficiencia_cidade_km_l")?.into_iter();
-    let mut ef_est = f64s(df, "eficiencia_estrada_km_l")?.into_iter();
-    let mut ef_cid_e = f64s(df, "eficiencia_cidade_etanol_km_l")?.into_iter();
-    let mut ef_est_e = f64s(df, "eficiencia_estrada_etanol_km_l")?.into_iter();
-    let mut mj = f64s(df, "consumo_energetico_mj_km")?.into_iter();
-    let mut co2 = f64s(df, "co2_fossil_g_km")?.into_iter();
-    let mut nmhc = f64s(df, "nmhc_g_km")?.into_iter();
-    let mut co = f64s(df, "co_g_km")?.into_iter();
-    let mut nox = f64s(df, "nox_g_km")?.into_iter();
-    let mut aut_el = f64s(df, "autonomia_eletrica_km")?.into_iter();
-    let mut tanque = f64s(df, "tanque_l")?.into_iter();
-    let mut pbe_cat = strs(df, "classificacao_pbe_categoria")?.into_iter();
-    let mut pbe_ger = strs(df, "classificacao_pbe_geral")?.into_iter();
-    let mut efic = f64s(df, "eficiencia_media_referencia")?.into_iter();
-    let mut consumo = f64s(df, "consumo_referencia")?.into_iter();
-    let mut co2_ref = f64s(df, "co2_referencia_g_km")?.into_iter();
-    let mut autonomia = f64s(df, "autonomia_km")?.into_iter();
-    let mut custo = f64s(df, "custo_anual_estimado")?.into_iter();
-    let mut eco = f64s(df, "eco_score")?.into_iter();
-    let mut faixa = strs(df, "eco_faixa")?.into_iter();
-    let mut p_global = u32s(df, "posicao_global")?.into_iter();
-    let mut p_cat = u32s(df, "posicao_categoria")?.into_iter();
-    let mut p_comb = u32s(df, "posicao_combustivel")?.into_iter();
-    let mut pct = f64s(df, "percentil")?.into_iter();
-
-    let mut out = Vec::with_capacity(df.height());
-    for _ in 0..df.height() {
-        let raw_id = req(id.next().flatten());
-        let id = Uuid::parse_str(&raw_id)
-            .map_err(|_| polars_err!(ComputeError: "invalid id {raw_id} in the served frame"))?;
-        out.push(Vehicle {
-            id,
-            marca: req(marca.next().flatten()),
-            modelo: req(modelo.next().flatten()),
-            versao: req(versao.next().flatten()),
-            ano: ano.next().flatten().unwrap_or_default(),
-            categoria: req(categoria.next().flatten()),
-            motor: motor.next().flatten(),
-            tipo_propulsao: req(tipo_propulsao.next().flatten()),
-            combustivel_tipo: req(combustivel_tipo.next().flatten()),
-            transmissao_tipo: transmissao_tipo.next().flatten(),
-            transmissao_marchas: transmissao_marchas.next().flatten(),
-            ar_condicionado: ar_condicionado.next().flatten(),
-            direcao_assistida_tipo: req(direcao.next().flatten()),
-            eficiencia_cidade_km_l: ef_cid.next().flatten(),
-            eficiencia_estrada_km_l: ef_est.next().flatten(),
-            eficiencia_cidade_etanol_km_l: ef_cid_e.next().flatten(),
-            eficiencia_estrada_etanol_km_l: ef_est_e.next().flatten(),
-            consumo_energetico_mj_km: mj.next().flatten(),
-            co2_fossil_g_km: co2.next().flatten(),
-            nmhc_g_km: nmhc.next().flatten(),
-            co_g_km: co.next().flatten(),
-            nox_g_km: nox.next().flatten(),
-            autonomia_eletrica_km: aut_el.next().flatten(),
-            tanque_l: tanque.next().flatten(),
-            classificacao_pbe_categoria: pbe_cat.next().flatten(),
-            classificacao_pbe_geral: pbe_ger.next().flatten(),
-            eficiencia_media_referencia: efic.next().flatten(),
-            consumo_referencia: consumo.next().flatten(),
-            co2_referencia_g_km: co2_ref.next().flatten(),
-            autonomia_km: autonomia.next().flatten(),
-            custo_anual_estimado: custo.next().flatten(),
-            eco_score: eco.next().flatten(),
-            eco_faixa: faixa.next().flatten(),
-            posicao_global: p_global.next().flatten(),
-            posicao_categoria: p_cat.next().flatten(),
-            posicao_combustivel: p_comb.next().flatten(),
-            percentil: pct.next().flatten(),
-        });
+    fn sort(&self, lf: LazyFrame) -> LazyFrame {
+        let mut exprs: Vec<Expr> = Self::KEYS.iter().map(|(c, _)| col(*c)).collect();
+        let mut desc: Vec<bool> = Self::KEYS.iter().map(|(_, d)| *d).collect();
+        exprs.push(col(ID_RANK));
+        desc.push(false);
+        lf.sort_by_exprs(exprs, SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true))
     }
-    Ok(out)
+}
+
+/// Typed handles on the served columns (shared with the frame, not copied) for row reads.
+#[derive(Debug)]
+struct Cols {
+    text: Vec<StringChunked>,
+    ano: Int32Chunked,
+    marchas: Int32Chunked,
+    ar: BooleanChunked,
+    floats: Vec<Float64Chunked>,
+    positions: Vec<UInt32Chunked>,
+}
+
+/// Text columns read by [`Cols::vehicle`], in this order.
+const TEXT: [&str; 12] = [
+    "marca",
+    "modelo",
+    "versao",
+    "categoria",
+    "motor",
+    "tipo_propulsao",
+    "combustivel_tipo",
+    "transmissao_tipo",
+    "direcao_assistida_tipo",
+    "classificacao_pbe_categoria",
+    "classificacao_pbe_geral",
+    "eco_faixa",
+];
+
+/// Float columns read by [`Cols::vehicle`], in this order.
+const FLOATS: [&str; 18] = [
+    "eficiencia_cidade_km_l",
+    "eficiencia_estrada_km_l",
+    "eficiencia_cidade_etanol_km_l",
+    "eficiencia_estrada_etanol_km_l",
+    "consumo_energetico_mj_km",
+    "co2_fossil_g_km",
+    "nmhc_g_km",
+    "co_g_km",
+    "nox_g_km",
+    "autonomia_eletrica_km",
+    "tanque_l",
+    "eficiencia_media_referencia",
+    "consumo_referencia",
+    "co2_referencia_g_km",
+    "autonomia_km",
+    "custo_anual_estimado",
+    "eco_score",
+    "percentil",
+];
+
+impl Cols {
+    fn new(df: &DataFrame) -> PolarsResult<Cols> {
+        let text = TEXT.iter().map(|n| Ok(df.column(n)?.str()?.clone())).collect::<PolarsResult<_>>()?;
+        let float =
+            |n: &str| -> PolarsResult<Float64Chunked> { Ok(df.column(n)?.cast(&DataType::Float64)?.f64()?.clone()) };
+        let floats = FLOATS.iter().map(|n| float(n)).collect::<PolarsResult<_>>()?;
+        let positions = ["posicao_global", "posicao_categoria", "posicao_combustivel"]
+            .iter()
+            .map(|n| Ok(df.column(n)?.u32()?.clone()))
+            .collect::<PolarsResult<_>>()?;
+        Ok(Cols {
+            text,
+            ano: df.column("ano")?.i32()?.clone(),
+            marchas: df.column("transmissao_marchas")?.i32()?.clone(),
+            ar: df.column("ar_condicionado")?.bool()?.clone(),
+            floats,
+            positions,
+        })
+    }
+
+    fn vehicle(&self, i: usize, id: Uuid) -> Vehicle {
+        let t = |k: usize| self.text[k].get(i).map(str::to_string);
+        let req = |k: usize| t(k).unwrap_or_default();
+        let f = |k: usize| self.floats[k].get(i).filter(|x| x.is_finite());
+        Vehicle {
+            id,
+            marca: req(0),
+            modelo: req(1),
+            versao: req(2),
+            ano: self.ano.get(i).unwrap_or_default(),
+            categoria: req(3),
+            motor: t(4),
+            tipo_propulsao: req(5),
+            combustivel_tipo: req(6),
+            transmissao_tipo: t(7),
+            transmissao_marchas: self.marchas.get(i),
+            ar_condicionado: self.ar.get(i),
+            direcao_assistida_tipo: req(8),
+            eficiencia_cidade_km_l: f(0),
+            eficiencia_estrada_km_l: f(1),
+            eficiencia_cidade_etanol_km_l: f(2),
+            eficiencia_estrada_etanol_km_l: f(3),
+            consumo_energetico_mj_km: f(4),
+            co2_fossil_g_km: f(5),
+            nmhc_g_km: f(6),
+            co_g_km: f(7),
+            nox_g_km: f(8),
+            autonomia_eletrica_km: f(9),
+            tanque_l: f(10),
+            classificacao_pbe_categoria: t(9),
+            classificacao_pbe_geral: t(10),
+            eficiencia_media_referencia: f(11),
+            consumo_referencia: f(12),
+            co2_referencia_g_km: f(13),
+            autonomia_km: f(14),
+            custo_anual_estimado: f(15),
+            eco_score: f(16),
+            eco_faixa: t(11),
+            posicao_global: self.positions[0].get(i),
+            posicao_categoria: self.positions[1].get(i),
+            posicao_combustivel: self.positions[2].get(i),
+            percentil: f(17),
+        }
+    }
 }

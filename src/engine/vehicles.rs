@@ -155,35 +155,39 @@ impl From<&Vehicle> for RankingPositions {
 
 /// The summary of one vehicle (`None`: unknown id).
 pub fn summary(snapshot: &Snapshot, id: &Uuid) -> Option<VehicleSummary> {
-    snapshot.vehicle(id).map(VehicleSummary::from)
+    snapshot.vehicle(id).as_ref().map(VehicleSummary::from)
 }
 
 /// The eco score of one vehicle (`None`: unknown id).
 pub fn eco_score(snapshot: &Snapshot, id: &Uuid) -> Option<VehicleEcoScore> {
-    snapshot.vehicle(id).map(VehicleEcoScore::from)
+    snapshot.vehicle(id).as_ref().map(VehicleEcoScore::from)
 }
 
 /// The precomputed positions of one vehicle (`None`: unknown id).
 pub fn ranking_positions(snapshot: &Snapshot, id: &Uuid) -> Option<RankingPositions> {
-    snapshot.vehicle(id).map(RankingPositions::from)
+    snapshot.vehicle(id).as_ref().map(RankingPositions::from)
 }
 
-/// The other scored vehicles of the base's categoria, as a lazy frame.
-fn same_category_scored(snapshot: &Snapshot, base: &Vehicle, row: u32) -> LazyFrame {
-    snapshot.lazy().filter(
-        col("categoria")
-            .eq(lit(base.categoria.clone()))
-            .and(col("eco_score").is_not_null())
-            .and(col(ROW).neq(lit(row))),
-    )
+/// The other scored vehicles of the base's categoria, as a lazy frame: the categoria's rows come
+/// from the text index, so only they are gathered.
+fn same_category_scored(snapshot: &Snapshot, base: &Vehicle, row: u32, columns: &[&str]) -> PolarsResult<LazyFrame> {
+    let categoria =
+        snapshot.index.column("categoria").ok_or_else(|| polars_err!(ComputeError: "no categoria index"))?;
+    let rows: &[u32] = match categoria.code_of(&base.categoria) {
+        Some(code) => categoria.rows(code),
+        None => &[],
+    };
+    let mut columns = columns.to_vec();
+    columns.push("eco_score");
+    Ok(snapshot.gather(Some(rows), &columns)?.filter(col("eco_score").is_not_null().and(col(ROW).neq(lit(row)))))
 }
 
 /// Up to `top` vehicles most similar to the base (`None`: unknown id): other scored vehicles of
 /// its categoria by |Δ eco score| ascending, then |Δ ano|, then id; without a base score, by
 /// |Δ ano| then id.
 pub fn similar(snapshot: &Snapshot, id: &Uuid, top: u32) -> PolarsResult<Option<Vec<RankingItem>>> {
-    let Some(&row) = snapshot.by_id.get(id) else { return Ok(None) };
-    let base = &snapshot.vehicles[row as usize];
+    let Some(row) = snapshot.row_of(id) else { return Ok(None) };
+    let base = snapshot.vehicle_at(row);
     let mut deltas = vec![(col("ano") - lit(base.ano)).abs().alias("delta_ano")];
     let mut keys = vec![("delta_ano", false)];
     if let Some(score) = base.eco_score {
@@ -192,18 +196,18 @@ pub fn similar(snapshot: &Snapshot, id: &Uuid, top: u32) -> PolarsResult<Option<
         deltas.push(super::filters::published((col("eco_score") - lit(score)).abs(), 1).alias("delta_score"));
         keys.insert(0, ("delta_score", false));
     }
-    let lf = same_category_scored(snapshot, base, row).with_columns(deltas);
+    let lf = same_category_scored(snapshot, &base, row, &["ano"])?.with_columns(deltas);
     let df = sorted(lf, &keys).select([col(ROW)]).limit(top).collect()?;
-    Ok(Some(snapshot.rows_of(&df)?.into_iter().map(RankingItem::from).collect()))
+    Ok(Some(snapshot.rows_of(&df)?.iter().map(RankingItem::from).collect()))
 }
 
 /// The best alternative to the base (`None`: unknown id; `Some(None)`: nothing better): the
 /// vehicle of its categoria with the highest eco score strictly above the base's (any scored one
 /// when the base has no score); ties by higher eficienciaMediaReferencia, then id.
 pub fn best_alternative(snapshot: &Snapshot, id: &Uuid) -> PolarsResult<Option<Option<RankingItem>>> {
-    let Some(&row) = snapshot.by_id.get(id) else { return Ok(None) };
-    let base = &snapshot.vehicles[row as usize];
-    let mut lf = same_category_scored(snapshot, base, row);
+    let Some(row) = snapshot.row_of(id) else { return Ok(None) };
+    let base = snapshot.vehicle_at(row);
+    let mut lf = same_category_scored(snapshot, &base, row, &["eficiencia_media_referencia"])?;
     if let Some(score) = base.eco_score {
         lf = lf.filter(col("eco_score").gt(lit(score)));
     }
@@ -211,7 +215,7 @@ pub fn best_alternative(snapshot: &Snapshot, id: &Uuid) -> PolarsResult<Option<O
         .select([col(ROW)])
         .limit(1)
         .collect()?;
-    Ok(Some(snapshot.rows_of(&df)?.into_iter().next().map(RankingItem::from)))
+    Ok(Some(snapshot.rows_of(&df)?.first().map(RankingItem::from)))
 }
 
 #[cfg(test)]
@@ -250,12 +254,9 @@ mod tests {
     }
 
     /// Plain-Rust reference of `similar`.
-    fn reference_similar<'a>(s: &'a Snapshot, base: &Vehicle, top: usize) -> Vec<&'a Vehicle> {
-        let mut out: Vec<&Vehicle> = s
-            .vehicles
-            .iter()
-            .filter(|v| v.id != base.id && v.categoria == base.categoria && v.eco_score.is_some())
-            .collect();
+    fn reference_similar<'a>(all: &'a [Vehicle], base: &Vehicle, top: usize) -> Vec<&'a Vehicle> {
+        let mut out: Vec<&Vehicle> =
+            all.iter().filter(|v| v.id != base.id && v.categoria == base.categoria && v.eco_score.is_some()).collect();
         let key = |v: &Vehicle| {
             let d_score = base.eco_score.map(|b| (tenths(v.eco_score.unwrap()) - tenths(b)).abs());
             (d_score, (v.ano - base.ano).abs(), v.id)
@@ -266,9 +267,8 @@ mod tests {
     }
 
     /// Plain-Rust reference of `best_alternative`.
-    fn reference_best<'a>(s: &'a Snapshot, base: &Vehicle) -> Option<&'a Vehicle> {
-        let mut out: Vec<&Vehicle> = s
-            .vehicles
+    fn reference_best<'a>(all: &'a [Vehicle], base: &Vehicle) -> Option<&'a Vehicle> {
+        let mut out: Vec<&Vehicle> = all
             .iter()
             .filter(|v| v.id != base.id && v.categoria == base.categoria)
             .filter(|v| match (v.eco_score, base.eco_score) {
@@ -290,16 +290,17 @@ mod tests {
     #[test]
     fn similar_and_best_alternative_match_a_plain_reference() {
         let s = snapshot(400, 11);
-        assert!(s.vehicles.iter().any(|v| v.eco_score.is_none()), "the fixture should hold unscored vehicles");
-        for base in s.vehicles.iter().take(120) {
+        let all = s.vehicles();
+        assert!(all.iter().any(|v| v.eco_score.is_none()), "the fixture should hold unscored vehicles");
+        for base in all.iter().take(120) {
             for top in [1, 5, 20] {
                 let got = similar(&s, &base.id, top).unwrap().unwrap();
-                let want: Vec<Uuid> = reference_similar(&s, base, top as usize).iter().map(|v| v.id).collect();
+                let want: Vec<Uuid> = reference_similar(&all, base, top as usize).iter().map(|v| v.id).collect();
                 let got: Vec<Uuid> = got.iter().map(|i| i.vehicle_id).collect();
                 assert_eq!(got, want, "similar to {} (top {top})", base.id);
             }
             let got = best_alternative(&s, &base.id).unwrap().unwrap().map(|i| i.vehicle_id);
-            assert_eq!(got, reference_best(&s, base).map(|v| v.id), "best alternative to {}", base.id);
+            assert_eq!(got, reference_best(&all, base).map(|v| v.id), "best alternative to {}", base.id);
         }
     }
 
@@ -317,7 +318,7 @@ mod tests {
     #[test]
     fn lookups_copy_the_published_fields() {
         let s = snapshot(30, 5);
-        let v = &s.vehicles[7];
+        let v = &s.vehicle_at(7);
         let e = eco_score(&s, &v.id).unwrap();
         assert_eq!((e.eco_score, e.faixa.as_deref(), e.source), (v.eco_score, v.eco_faixa.as_deref(), "vw_eco_score"));
         let p = ranking_positions(&s, &v.id).unwrap();
