@@ -237,8 +237,13 @@ pub fn group_means(
     descending: bool,
     limit: Option<u32>,
 ) -> PolarsResult<Vec<(String, f64)>> {
-    let lf =
-        lf.group_by([col(key)]).agg([mean2(value).alias("media")]).filter(col("media").is_not_null()).sort_by_exprs(
+    // Dictionary-encoded keys become text again (few groups) before they are ordered.
+    let lf = lf
+        .group_by([col(key)])
+        .agg([mean2(value).alias("media")])
+        .filter(col("media").is_not_null())
+        .with_column(col(key).cast(DataType::String))
+        .sort_by_exprs(
             [col("media"), col(key)],
             SortMultipleOptions::default().with_order_descending_multi([descending, false]),
         );
@@ -434,6 +439,7 @@ fn by_brand_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<Brand
             mean2(CO2).alias("co2"),
             mean2(ECO_SCORE).alias("eco"),
         ])
+        .with_column(col("marca").cast(DataType::String))
         .sort_by_exprs([col("marca").str().to_lowercase(), col("marca")], SortMultipleOptions::default())
         .collect()?;
     let marcas = df.column("marca")?.str()?.clone();

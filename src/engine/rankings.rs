@@ -536,6 +536,8 @@ pub fn grouped(snapshot: &Snapshot, query: &RankingQuery, by: GroupBy) -> Polars
                 rows_by_value(natural.reversed()).first().alias(WORST),
                 rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),
             ])
+            // Dictionary-encoded keys become text again (few groups) before they are ordered.
+            .with_column(col(GROUP).cast(DataType::String))
             .sort_by_exprs(
                 [col(MEAN), col(GROUP)],
                 SortMultipleOptions::default()

@@ -124,9 +124,10 @@ impl Reloader {
         });
         match work.await {
             Ok(Ok(Some(snapshot))) => {
-                let (version, rows) = (snapshot.info.version.clone(), snapshot.info.rows);
+                let (version, rows, bytes) =
+                    (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
                 self.store.replace(snapshot);
-                tracing::info!(%version, rows, file = %self.data.display(), "dataset swapped in");
+                tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
                 Outcome::Swapped { version, rows }
             }
             Ok(Ok(None)) => {

@@ -17,7 +17,7 @@ use super::filters::Filters;
 use super::publish::published;
 use super::rankings::FixedRankings;
 use super::schema::{COLUMNS, ID};
-use super::text_index::{Matcher, TextIndex};
+use super::text_index::{Matcher, TextIndex, TextValues};
 use super::views::DERIVED_COLUMNS;
 
 pub use super::schema::{ID_RANK, ROW};
@@ -139,6 +139,13 @@ impl Table {
 
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// Approximate memory held by the table: the columns, the ids and their index, the text
+    /// dictionaries and the year column.
+    pub fn estimated_bytes(&self) -> usize {
+        let n = self.len();
+        self.frame.estimated_size() + n * (16 + 24 + 4) + self.index.estimated_bytes()
     }
 
     /// The row of a vehicle id.
@@ -311,10 +318,34 @@ fn served(view: DataFrame) -> PolarsResult<DataFrame> {
                 .otherwise(published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
                 .alias("percentil"),
         );
-    let mut df = CATALOG_ORDER.sort(lf).with_row_index(ROW, None).collect()?;
+    // Text columns with few distinct values are stored dictionary-encoded (a 4-byte code per
+    // row instead of a 16-byte string view), each with a mapping of its own that is freed with
+    // the snapshot.
+    let dictionary = |name: &str| {
+        let categories = Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32);
+        col(name).cast(DataType::from_categories(categories))
+    };
+    let lf = CATALOG_ORDER.sort(lf).with_columns(DICTIONARY_ENCODED.iter().map(|c| dictionary(c)).collect::<Vec<_>>());
+    let mut df = lf.with_row_index(ROW, None).collect()?;
     df.rechunk_mut();
     Ok(df)
 }
+
+/// The text columns stored dictionary-encoded in the served frame (all but `versao`, nearly one
+/// value per row). Plans that group by them turn the few group keys back into text.
+pub const DICTIONARY_ENCODED: [&str; 11] = [
+    "marca",
+    "modelo",
+    "categoria",
+    "motor",
+    "tipo_propulsao",
+    "combustivel_tipo",
+    "transmissao_tipo",
+    "direcao_assistida_tipo",
+    "classificacao_pbe_categoria",
+    "classificacao_pbe_geral",
+    "eco_faixa",
+];
 
 /// The catalog order: marca, modelo, versao (byte order), ano descending, then id.
 pub struct CatalogOrder;
@@ -338,7 +369,7 @@ impl CatalogOrder {
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
 #[derive(Debug)]
 struct Cols {
-    text: Vec<StringChunked>,
+    text: Vec<TextValues>,
     ano: Int32Chunked,
     marchas: Int32Chunked,
     ar: BooleanChunked,
@@ -386,7 +417,7 @@ const FLOATS: [&str; 18] = [
 
 impl Cols {
     fn new(df: &DataFrame) -> PolarsResult<Cols> {
-        let text = TEXT.iter().map(|n| Ok(df.column(n)?.str()?.clone())).collect::<PolarsResult<_>>()?;
+        let text = TEXT.iter().map(|n| TextValues::of(df.column(n)?)).collect::<PolarsResult<_>>()?;
         let float =
             |n: &str| -> PolarsResult<Float64Chunked> { Ok(df.column(n)?.cast(&DataType::Float64)?.f64()?.clone()) };
         let floats = FLOATS.iter().map(|n| float(n)).collect::<PolarsResult<_>>()?;

@@ -24,6 +24,43 @@ pub fn fold(value: &str) -> String {
     value.nfd().filter(|c| !is_combining_mark(*c)).collect::<String>().to_lowercase()
 }
 
+/// A text column as stored: plain, or dictionary-encoded (codes and their mapping).
+#[derive(Debug)]
+pub enum TextValues {
+    Plain(StringChunked),
+    Dictionary(UInt32Chunked, Arc<CategoricalMapping>),
+}
+
+impl TextValues {
+    pub fn of(column: &Column) -> PolarsResult<TextValues> {
+        Ok(match column.dtype() {
+            DataType::Categorical(_, _) => {
+                let cat = column.cat32()?;
+                TextValues::Dictionary(cat.physical().clone(), cat.get_mapping().clone())
+            }
+            _ => TextValues::Plain(column.str()?.clone()),
+        })
+    }
+
+    pub fn get(&self, i: usize) -> Option<&str> {
+        match self {
+            TextValues::Plain(ca) => ca.get(i),
+            TextValues::Dictionary(codes, mapping) => codes.get(i).and_then(|c| mapping.cat_to_str(c)),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            TextValues::Plain(ca) => ca.len(),
+            TextValues::Dictionary(codes, _) => codes.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// The code of a null value.
 const NULL_CODE: u32 = u32::MAX;
 
@@ -43,12 +80,13 @@ pub struct TextColumn {
 }
 
 impl TextColumn {
-    fn build(param: &'static str, column: &'static str, values: &StringChunked) -> TextColumn {
+    fn build(param: &'static str, column: &'static str, values: &TextValues) -> TextColumn {
         let mut lookup: PlHashMap<&str, u32> = PlHashMap::new();
         let mut distinct: Vec<&str> = Vec::new();
         let mut codes = Vec::with_capacity(values.len());
         let mut rows: Vec<Vec<u32>> = Vec::new();
-        for (row, v) in values.iter().enumerate() {
+        for row in 0..values.len() {
+            let v = values.get(row);
             let code = match v {
                 None => NULL_CODE,
                 Some(v) => *lookup.entry(v).or_insert_with(|| {
@@ -102,9 +140,9 @@ pub struct TextIndex {
 impl TextIndex {
     /// Builds the dictionaries of a frame's filterable columns (two at a time).
     pub fn build(df: &DataFrame) -> PolarsResult<TextIndex> {
-        let inputs: Vec<(&'static str, &'static str, StringChunked)> = FOLDED
+        let inputs: Vec<(&'static str, &'static str, TextValues)> = FOLDED
             .iter()
-            .map(|(param, column)| Ok((*param, *column, df.column(column)?.str()?.clone())))
+            .map(|(param, column)| Ok((*param, *column, TextValues::of(df.column(column)?)?)))
             .collect::<PolarsResult<_>>()?;
         let columns = std::thread::scope(|scope| {
             let half = inputs.len() / 2;
@@ -116,6 +154,18 @@ impl TextIndex {
             first
         });
         Ok(TextIndex { columns })
+    }
+
+    /// Approximate memory held by the dictionaries.
+    pub fn estimated_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| {
+                c.codes.len() * 4
+                    + c.rows.iter().map(|r| r.capacity() * 4 + 24).sum::<usize>()
+                    + c.values.iter().chain(&c.folded).map(|v| v.capacity() + 24).sum::<usize>()
+            })
+            .sum()
     }
 
     /// The dictionary of a column.
