@@ -3,6 +3,7 @@
 
 use std::io::Cursor;
 use std::path::Path;
+use std::time::Instant;
 
 use chrono::Utc;
 use polars::prelude::*;
@@ -142,15 +143,25 @@ pub fn load_file(path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
 /// Loads a complete snapshot from the bytes of an export.
 pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
     let shown = path.display().to_string();
+    let started = Instant::now();
+    let ms = |since: Instant| since.elapsed().as_millis() as u64;
     let raw = read_parquet(bytes, &shown)?;
+    let read_ms = ms(started);
+    let step = Instant::now();
     let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown.clone(), problems })?;
+    let check_ms = ms(step);
+    let step = Instant::now();
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
     let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
+    let views_ms = ms(step);
+    let step = Instant::now();
     let info = DatasetInfo {
         version: version_of(bytes, views),
         loaded_at: Utc::now(),
         source: path.to_path_buf(),
         rows: view.height(),
     };
-    Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))
+    let snapshot = Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))?;
+    tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
+    Ok(snapshot)
 }

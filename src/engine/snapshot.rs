@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
+use rayon::slice::ParallelSliceMut;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -263,21 +264,15 @@ impl Table {
     }
 
     fn build(view: DataFrame) -> PolarsResult<Table> {
-        let frame = served(view)?;
-        let ids: Vec<Uuid> = frame
-            .column(ID)?
-            .str()?
-            .iter()
-            .map(|v| {
-                let v = v.unwrap_or_default();
-                Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
-            })
-            .collect::<PolarsResult<_>>()?;
-        let frame = frame.drop(ID)?;
+        let t = std::time::Instant::now();
+        let (frame, ids) = served(view)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "served frame");
         let by_id = ids.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
         let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "ids");
         let cols = Cols::new(&frame)?;
         let index = TextIndex::build(&frame)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "text index");
         Ok(Table { frame, ids, by_id, cols, anos, index, orders: Default::default(), memo: Mutex::default() })
     }
 }
@@ -288,27 +283,23 @@ pub fn row_numbers(df: &DataFrame) -> PolarsResult<Vec<u32>> {
     Ok(rows.u32()?.iter().flatten().collect())
 }
 
-/// The served frame: positions added, every column the views computed for their own use
-/// dropped, rows in catalog order (so the listing only filters and slices), ids ranked (so
-/// every tie-breaker compares integers), one chunk per column.
-fn served(view: DataFrame) -> PolarsResult<DataFrame> {
+/// The served frame and its ids, in catalog order: positions added, every column the views
+/// computed for their own use dropped, ids ranked (so every tie-breaker compares integers), low
+/// cardinality text dictionary-encoded, one chunk per column.
+fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
     let rank = |e: Expr| e.rank(RankOptions { method: RankMethod::Min, descending: true }, None).cast(DataType::UInt32);
     let scored = col("eco_score").count().cast(DataType::Float64);
     let global = col("posicao_global").cast(DataType::Float64);
     let mut keep: Vec<Expr> = vec![col(ID)];
     keep.extend(COLUMNS.iter().map(|c| col(c.name)));
     keep.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
-    let lf = view
+    let mut df = view
         .lazy()
         .select(keep)
         .with_columns([
             rank(col("eco_score")).alias("posicao_global"),
             rank(col("eco_score")).over([col("categoria")])?.alias("posicao_categoria"),
             rank(col("eco_score")).over([col("combustivel_tipo")])?.alias("posicao_combustivel"),
-            col(ID)
-                .rank(RankOptions { method: RankMethod::Ordinal, descending: false }, None)
-                .cast(DataType::UInt32)
-                .alias(ID_RANK),
         ])
         .with_column(
             when(col("eco_score").is_null())
@@ -317,7 +308,34 @@ fn served(view: DataFrame) -> PolarsResult<DataFrame> {
                 .then(lit(100.0))
                 .otherwise(published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
                 .alias("percentil"),
-        );
+        )
+        .collect()?;
+    df.rechunk_mut();
+
+    // Ids as UUIDs: a UUID's byte order is the order of its lower-case text, so ranking the
+    // parsed values ranks the ids.
+    let ids: Vec<Uuid> = df
+        .column(ID)?
+        .str()?
+        .iter()
+        .map(|v| {
+            let v = v.unwrap_or_default();
+            Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
+        })
+        .collect::<PolarsResult<_>>()?;
+    let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
+    by_id.par_sort_unstable_by_key(|&i| ids[i as usize]);
+    let mut id_rank = vec![0u32; ids.len()];
+    for (rank, &i) in by_id.iter().enumerate() {
+        id_rank[i as usize] = rank as u32;
+    }
+
+    let order = catalog_permutation(&df, &id_rank)?;
+    let ids: Vec<Uuid> = order.iter().map(|&i| ids[i as usize]).collect();
+    let id_rank: Vec<u32> = order.iter().map(|&i| id_rank[i as usize]).collect();
+    let mut df = df.drop(ID)?.take(&IdxCa::from_vec(PlSmallStr::EMPTY, order))?;
+    df.with_column(Column::new(ID_RANK.into(), id_rank))?;
+
     // Text columns with few distinct values are stored dictionary-encoded (a 4-byte code per
     // row instead of a 16-byte string view), each with a mapping of its own that is freed with
     // the snapshot.
@@ -325,10 +343,42 @@ fn served(view: DataFrame) -> PolarsResult<DataFrame> {
         let categories = Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32);
         col(name).cast(DataType::from_categories(categories))
     };
-    let lf = CATALOG_ORDER.sort(lf).with_columns(DICTIONARY_ENCODED.iter().map(|c| dictionary(c)).collect::<Vec<_>>());
-    let mut df = lf.with_row_index(ROW, None).collect()?;
+    let mut df = df
+        .lazy()
+        .with_columns(DICTIONARY_ENCODED.iter().map(|c| dictionary(c)).collect::<Vec<_>>())
+        .with_row_index(ROW, None)
+        .collect()?;
     df.rechunk_mut();
-    Ok(df)
+    Ok((df, ids))
+}
+
+/// The catalog order as a permutation of the frame's rows: marca, modelo, versao (byte order),
+/// ano descending, then id ascending (`id_rank`). Brand and model compare as the rank of their
+/// distinct values, so most comparisons are between integers.
+fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>> {
+    fn lexical_ranks(values: &StringChunked) -> Vec<u32> {
+        let mut distinct: Vec<&str> =
+            values.iter().map(|v| v.unwrap_or("")).collect::<PlHashSet<_>>().into_iter().collect();
+        distinct.sort_unstable();
+        let rank: PlHashMap<&str, u32> = distinct.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
+        values.iter().map(|v| rank[v.unwrap_or("")]).collect()
+    }
+    let marca = lexical_ranks(df.column("marca")?.str()?);
+    let modelo = lexical_ranks(df.column("modelo")?.str()?);
+    let versao = df.column("versao")?.str()?;
+    let versao: Vec<&str> = versao.iter().map(|v| v.unwrap_or("")).collect();
+    let ano: Vec<i32> = df.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+    let mut order: Vec<u32> = (0..df.height() as u32).collect();
+    order.par_sort_unstable_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        marca[a]
+            .cmp(&marca[b])
+            .then(modelo[a].cmp(&modelo[b]))
+            .then_with(|| versao[a].cmp(versao[b]))
+            .then(ano[b].cmp(&ano[a]))
+            .then(id_rank[a].cmp(&id_rank[b]))
+    });
+    Ok(order)
 }
 
 /// The text columns stored dictionary-encoded in the served frame (all but `versao`, nearly one
@@ -346,25 +396,6 @@ pub const DICTIONARY_ENCODED: [&str; 11] = [
     "classificacao_pbe_geral",
     "eco_faixa",
 ];
-
-/// The catalog order: marca, modelo, versao (byte order), ano descending, then id.
-pub struct CatalogOrder;
-
-/// See [`CatalogOrder`].
-pub const CATALOG_ORDER: CatalogOrder = CatalogOrder;
-
-impl CatalogOrder {
-    pub const KEYS: &'static [(&'static str, bool)] =
-        &[("marca", false), ("modelo", false), ("versao", false), ("ano", true)];
-
-    fn sort(&self, lf: LazyFrame) -> LazyFrame {
-        let mut exprs: Vec<Expr> = Self::KEYS.iter().map(|(c, _)| col(*c)).collect();
-        let mut desc: Vec<bool> = Self::KEYS.iter().map(|(_, d)| *d).collect();
-        exprs.push(col(ID_RANK));
-        desc.push(false);
-        lf.sort_by_exprs(exprs, SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true))
-    }
-}
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
 #[derive(Debug)]
