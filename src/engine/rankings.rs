@@ -6,6 +6,8 @@
 //! `group_by` whose aggregates pick the mean, the best, the worst and the top N of each group.
 //! Every ordering works on the published (rounded) values already in the frame.
 
+use std::sync::Arc;
+
 use polars::prelude::*;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -352,6 +354,17 @@ pub struct FixedRankings {
     pub longest_electric_range: FixedRanking<FixedRankingItem>,
     /// The top 5 of each fixed ranking plus the top 5 by eco score.
     pub overview: Overview,
+    /// The four answers above as JSON, serialised once per snapshot.
+    pub json: FixedJson,
+}
+
+/// The fixed rankings serialised once (`data.data` of their answers).
+#[derive(Debug, Clone, Default)]
+pub struct FixedJson {
+    pub most_economical: Arc<str>,
+    pub lowest_co2: Arc<str>,
+    pub longest_electric_range: Arc<str>,
+    pub overview: Arc<str>,
 }
 
 /// One fixed ranking: what it ranks and how it is labelled.
@@ -461,12 +474,33 @@ impl FixedRankings {
         let top = eco.top(table, OVERVIEW_TOP as u32)?;
         push_overview(&eco, &top);
 
-        Ok(FixedRankings {
-            most_economical,
-            lowest_co2,
-            longest_electric_range,
-            overview: Overview { items: overview },
-        })
+        let overview = Overview { items: overview };
+        let json = |value: &dyn erased::Json| -> PolarsResult<Arc<str>> {
+            value
+                .to_json()
+                .map(Arc::from)
+                .map_err(|e| polars_err!(ComputeError: "cannot serialise a fixed ranking: {e}"))
+        };
+        let json = FixedJson {
+            most_economical: json(&most_economical)?,
+            lowest_co2: json(&lowest_co2)?,
+            longest_electric_range: json(&longest_electric_range)?,
+            overview: json(&overview)?,
+        };
+        Ok(FixedRankings { most_economical, lowest_co2, longest_electric_range, overview, json })
+    }
+}
+
+mod erased {
+    /// Serialises any `Serialize` value behind one trait object.
+    pub trait Json {
+        fn to_json(&self) -> serde_json::Result<String>;
+    }
+
+    impl<T: serde::Serialize> Json for T {
+        fn to_json(&self) -> serde_json::Result<String> {
+            serde_json::to_string(self)
+        }
     }
 }
 

@@ -68,6 +68,32 @@ impl<T: Serialize> IntoResponse for Reply<T> {
     }
 }
 
+/// A successful answer whose `data.data` was serialised once per snapshot: only the meta is
+/// written per request.
+pub struct RawReply {
+    data: Arc<str>,
+    meta: Meta,
+    version: String,
+}
+
+impl IntoResponse for RawReply {
+    fn into_response(self) -> Response {
+        let meta = serde_json::to_string(&self.meta).unwrap_or_else(|_| "{}".into());
+        let mut body = String::with_capacity(self.data.len() + meta.len() + 40);
+        body.push_str(r#"{"success":true,"data":{"data":"#);
+        body.push_str(&self.data);
+        body.push_str(r#","meta":"#);
+        body.push_str(&meta);
+        body.push_str("}}");
+        let mut res =
+            ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+        if let Ok(v) = HeaderValue::from_str(&self.version) {
+            res.headers_mut().insert(DATASET_VERSION, v);
+        }
+        res
+    }
+}
+
 /// What a handler needs: the snapshot it works on (fixed for the whole request) and its id.
 pub struct Ctx {
     pub snapshot: Arc<Snapshot>,
@@ -118,6 +144,13 @@ impl Ctx {
             envelope: Envelope { success: true, data: Payload { data, meta: self.meta(filters, pagination) } },
             version: self.snapshot.info.version.clone(),
         }
+    }
+}
+
+impl Ctx {
+    /// The envelope around JSON serialised beforehand (a dataset-only answer).
+    pub fn reply_raw(&self, data: Arc<str>) -> RawReply {
+        RawReply { data, meta: self.meta(None, None), version: self.snapshot.info.version.clone() }
     }
 }
 

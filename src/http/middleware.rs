@@ -96,6 +96,10 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     let query = req.uri().query().map(str::to_string);
     let conditional = if is_get { if_none_match(req.headers()) } else { Vec::new() };
     let mut res = next.run(req).await;
+    if res.status() == StatusCode::NOT_MODIFIED {
+        // Decided before the handler ran (see `authenticate`), headers included.
+        return res;
+    }
     if !res.status().is_success() {
         res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         return res;
@@ -103,25 +107,51 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     let version = res.headers().get(DATASET_VERSION).and_then(|v| v.to_str().ok()).map(str::to_string);
     let (true, Some(version)) = (is_get, version) else { return res };
     let tag = etag(&version, &path, query.as_deref());
+    if matches_tag(&conditional, &tag) {
+        return not_modified(&tag, &version);
+    }
+    cache_headers(&mut res, &tag);
+    res
+}
+
+/// ETag, Cache-Control and Vary of a cacheable answer.
+fn cache_headers(res: &mut Response, tag: &str) {
     let headers = [
-        (header::ETAG, HeaderValue::from_str(&tag).ok()),
+        (header::ETAG, HeaderValue::from_str(tag).ok()),
         (header::CACHE_CONTROL, Some(HeaderValue::from_static("private, no-cache"))),
         (header::VARY, Some(HeaderValue::from_static("X-API-Key, X-API-Secret"))),
     ];
-    if matches_tag(&conditional, &tag) {
-        let mut not_modified = Response::new(Body::empty());
-        *not_modified.status_mut() = StatusCode::NOT_MODIFIED;
-        if let Some(v) = res.headers().get(DATASET_VERSION) {
-            not_modified.headers_mut().insert(DATASET_VERSION, v.clone());
-        }
-        res = not_modified;
-    }
     for (name, value) in headers {
         if let Some(v) = value {
             res.headers_mut().insert(name, v);
         }
     }
+}
+
+/// `304 Not Modified` for `tag` of dataset `version`, with an empty body.
+fn not_modified(tag: &str, version: &str) -> Response {
+    let mut res = Response::new(Body::empty());
+    *res.status_mut() = StatusCode::NOT_MODIFIED;
+    if let Ok(v) = HeaderValue::from_str(version) {
+        res.headers_mut().insert(DATASET_VERSION, v);
+    }
+    cache_headers(&mut res, tag);
     res
+}
+
+/// A conditional GET whose tag matches the current dataset: answered 304 before any work (the
+/// tag only ever names a successful answer of this path, parameters and dataset version).
+fn early_not_modified(state: &AppState, req: &Request) -> Option<Response> {
+    if !(req.method() == Method::GET || req.method() == Method::HEAD)
+        || !req.headers().contains_key(header::IF_NONE_MATCH)
+    {
+        return None;
+    }
+    let snapshot = state.store().current()?;
+    let tag = etag(&snapshot.info.version, req.uri().path(), req.uri().query());
+    // `*` is left to the answer itself: it matches only when the request succeeds.
+    let listed: Vec<String> = if_none_match(req.headers()).into_iter().filter(|t| t != "*").collect();
+    matches_tag(&listed, &tag).then(|| not_modified(&tag, &snapshot.info.version))
 }
 
 /// Requires both credential headers on API operations.
@@ -130,7 +160,10 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
     let key = h.get("x-api-key").and_then(|v| v.to_str().ok());
     let secret = h.get("x-api-secret").and_then(|v| v.to_str().ok());
     match state.credentials().authorize(key, secret) {
-        Ok(_) => next.run(req).await,
+        Ok(_) => match early_not_modified(&state, &req) {
+            Some(res) => res,
+            None => next.run(req).await,
+        },
         Err(e) => e.into_response(),
     }
 }

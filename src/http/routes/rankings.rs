@@ -9,7 +9,7 @@ use crate::engine::rankings::{
     self, Co2RankingItem, FixedRanking, FixedRankingItem, GroupBy, Metric, Order, Overview, RankingGroups, RankingItem,
     RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP,
 };
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::openapi::FilterQuery;
 use crate::http::params::{QueryParams, FILTERS};
@@ -192,12 +192,9 @@ fn no_params(query: Option<String>) -> Result<(), ApiError> {
         (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
     )
 )]
-pub async fn most_economical(
-    ctx: Ctx,
-    RawQuery(query): RawQuery,
-) -> Result<Reply<FixedRanking<FixedRankingItem>>, ApiError> {
+pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply(ctx.snapshot.fixed.most_economical.clone(), None, None))
+    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.most_economical.clone()))
 }
 
 /// Lowest CO2: the 10 vehicles with the lowest co2_referencia_g_km.
@@ -213,9 +210,9 @@ pub async fn most_economical(
         (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
     )
 )]
-pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<FixedRanking<Co2RankingItem>>, ApiError> {
+pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply(ctx.snapshot.fixed.lowest_co2.clone(), None, None))
+    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.lowest_co2.clone()))
 }
 
 /// Longest electric range: the 10 vehicles with the highest autonomia_eletrica_km.
@@ -232,12 +229,9 @@ pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Fix
         (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
     )
 )]
-pub async fn longest_electric_range(
-    ctx: Ctx,
-    RawQuery(query): RawQuery,
-) -> Result<Reply<FixedRanking<FixedRankingItem>>, ApiError> {
+pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply(ctx.snapshot.fixed.longest_electric_range.clone(), None, None))
+    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.longest_electric_range.clone()))
 }
 
 /// Overview: the top 5 of mais-economicos, co2-menor, maior-autonomia-eletrica and
@@ -252,7 +246,7 @@ pub async fn longest_electric_range(
         (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
     )
 )]
-pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Overview>, ApiError> {
+pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply(ctx.snapshot.fixed.overview.clone(), None, None))
+    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.overview.clone()))
 }
