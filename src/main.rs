@@ -11,7 +11,8 @@ use eco_insights::config::{Cli, Command, GenerateArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load::{self, LoadError};
 use eco_insights::engine::store::Store;
 use eco_insights::engine::views::Views;
-use eco_insights::engine::{generate, reload};
+use eco_insights::engine::{self, reload};
+use eco_insights::sample;
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
 /// swaps (glibc's per-thread arenas keep them).
@@ -51,11 +52,11 @@ fn main() -> ExitCode {
 }
 
 fn generate_cmd(args: GenerateArgs) -> anyhow::Result<()> {
-    let mut df = generate::generate_catalog(args.rows, args.seed)?;
+    let mut df = sample::generate_catalog(args.rows, args.seed)?;
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    generate::write_parquet(&mut df, &args.out)?;
+    sample::write_parquet(&mut df, &args.out)?;
     println!("wrote {} rows to {}", df.height(), args.out.display());
     Ok(())
 }
@@ -89,6 +90,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let views = Views::read(&args.queries, &cost)?;
     let snapshot = load::load_file(&args.data, &views).map_err(|e: LoadError| anyhow::anyhow!("{e}"))?;
+    engine::warm(&snapshot);
     tracing::info!(
         version = %snapshot.info.version,
         rows = snapshot.info.rows,
@@ -105,7 +107,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
-        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store);
+        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, engine::warm);
         tokio::spawn(reloader.run(std::time::Duration::from_millis(args.reload_interval_ms)));
         app.run_until(shutdown_signal()).await?;
         tracing::info!("stopped");

@@ -1,19 +1,26 @@
-//! The analytics engine: loading and checking exports, the SQL views, the immutable snapshot,
-//! filters and every computation the API serves. Nothing here knows about HTTP.
+//! The analytics engine, in two layers; the lower never imports the upper:
+//!
+//! - [`dataset`]: the lifecycle of one export — the input schema and its checks, loading, the SQL
+//!   views, the rounding rule of published numbers, the served table with its text dictionaries,
+//!   snapshots, the store and hot reload;
+//! - [`ops`]: the analytic operations over a table — filters, the catalog listing, rankings,
+//!   insights and aggregations, per-vehicle views and the comparison.
+//!
+//! Nothing here knows about HTTP. The re-exports keep the short paths (`engine::load`,
+//! `engine::rankings`, ...) for the service and the tests.
 
-pub mod catalog;
-pub mod compare;
-pub mod filters;
-pub mod generate;
-pub mod insights;
-pub mod labels;
-pub mod load;
-pub mod publish;
-pub mod rankings;
-pub mod reload;
-pub mod schema;
-pub mod snapshot;
-pub mod store;
-pub mod text_index;
-pub mod vehicles;
-pub mod views;
+pub mod dataset;
+pub mod ops;
+
+pub use dataset::{load, publish, reload, schema, snapshot, store, table, text_index, views};
+pub use ops::{catalog, compare, filters, insights, labels, rankings, vehicles};
+
+use dataset::snapshot::Snapshot;
+
+/// Computes a snapshot's dataset-only answers (the fixed rankings) before it starts serving, so
+/// its first requests are lookups. Failures surface on the first request that needs them.
+pub fn warm(snapshot: &Snapshot) {
+    if let Err(e) = ops::rankings::fixed(snapshot) {
+        tracing::error!(error = %e, "the fixed rankings of the new dataset could not be computed");
+    }
+}

@@ -882,7 +882,7 @@ fn check_large_groups(
 
 #[test]
 fn generated_catalog_matches_an_independent_recomputation() {
-    let mut df = eco_insights::engine::generate::generate_catalog(400, 2024).unwrap();
+    let mut df = eco_insights::sample::generate_catalog(400, 2024).unwrap();
     let rows = rows_of_frame(&df);
     let m = model(&rows);
     assert!(m.iter().filter(|p| p.autonomia_eletrica.is_some()).count() >= 5, "the catalog has electric ranges");

@@ -194,7 +194,7 @@ fn no_params(query: Option<String>) -> Result<(), ApiError> {
 )]
 pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.most_economical.clone()))
+    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.most_economical.clone()))
 }
 
 /// Lowest CO2: the 10 vehicles with the lowest co2_referencia_g_km.
@@ -212,7 +212,7 @@ pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawR
 )]
 pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.lowest_co2.clone()))
+    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.lowest_co2.clone()))
 }
 
 /// Longest electric range: the 10 vehicles with the highest autonomia_eletrica_km.
@@ -231,7 +231,7 @@ pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
 )]
 pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.longest_electric_range.clone()))
+    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.longest_electric_range.clone()))
 }
 
 /// Overview: the top 5 of mais-economicos, co2-menor, maior-autonomia-eletrica and
@@ -248,5 +248,5 @@ pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Resu
 )]
 pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(ctx.snapshot.fixed.json.overview.clone()))
+    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.overview.clone()))
 }

@@ -1,27 +1,36 @@
-//! The immutable, fully computed dataset one request works on: the served columns, an id index,
-//! the text dictionaries of the filters and everything that depends only on the dataset
-//! (positions, per-metric orders, fixed rankings). A new export builds a new snapshot; nothing in
-//! a snapshot ever changes (the per-metric orders are computed once, on first use).
+//! The served table: the columns of one dataset in catalog order (one chunk each), an id index,
+//! the text dictionaries of the filters and the per-metric orders. Every answer reads the rows
+//! it needs from these columns by index; nothing here ever changes once built (per-metric orders
+//! and dataset-only answers are computed once, on first use).
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rayon::slice::ParallelSliceMut;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filters::Filters;
 use super::publish::published;
-use super::rankings::FixedRankings;
 use super::schema::{COLUMNS, ID};
+pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
 use super::views::DERIVED_COLUMNS;
 
-pub use super::schema::{ID_RANK, ROW};
+/// Which rows a request selects: text filters as (column, folded needle) pairs, matched as
+/// literal substrings of the folded values, and inclusive year bounds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RowFilter {
+    pub text: Vec<(&'static str, String)>,
+    pub ano: Option<(i32, i32)>,
+}
+
+impl RowFilter {
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty() && self.ano.is_none()
+    }
+}
 
 /// One vehicle with its catalog fields, published metrics and precomputed positions.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -65,42 +74,6 @@ pub struct Vehicle {
     pub posicao_categoria: Option<u32>,
     pub posicao_combustivel: Option<u32>,
     pub percentil: Option<f64>,
-}
-
-/// Facts about where a snapshot came from.
-#[derive(Debug, Clone, Serialize)]
-pub struct DatasetInfo {
-    /// Hash of everything an answer depends on (export, views, cost configuration).
-    pub version: String,
-    pub loaded_at: DateTime<Utc>,
-    pub source: PathBuf,
-    pub rows: usize,
-}
-
-/// An immutable loaded dataset: its table and the rankings that depend only on it.
-#[derive(Debug)]
-pub struct Snapshot {
-    pub info: DatasetInfo,
-    pub table: Table,
-    pub fixed: FixedRankings,
-}
-
-impl std::ops::Deref for Snapshot {
-    type Target = Table;
-
-    fn deref(&self) -> &Table {
-        &self.table
-    }
-}
-
-impl Snapshot {
-    /// Builds a snapshot from the collected final view (see `load`): the table first, then the
-    /// fixed rankings over it, so a snapshot is never observable half-built.
-    pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
-        let table = Table::build(view)?;
-        let fixed = FixedRankings::compute(&table)?;
-        Ok(Snapshot { info, table, fixed })
-    }
 }
 
 /// The metric columns with a precomputed order (see [`Table::order`]).
@@ -185,13 +158,13 @@ impl Table {
     }
 
     /// The filters compiled against this table's dictionaries.
-    pub fn matcher(&self, filters: &Filters) -> Matcher<'_> {
-        let text: Vec<(&str, &str)> = filters.text.iter().map(|f| (f.column, f.folded.as_str())).collect();
-        Matcher::new(&self.index, &self.anos, &text, filters.ano_bounds())
+    pub fn matcher(&self, filters: &RowFilter) -> Matcher<'_> {
+        let text: Vec<(&str, &str)> = filters.text.iter().map(|(c, v)| (*c, v.as_str())).collect();
+        Matcher::new(&self.index, &self.anos, &text, filters.ano)
     }
 
     /// The rows (in catalog order) passing `filters`; `None` when there is no filter (every row).
-    pub fn selection(&self, filters: &Filters) -> Option<Vec<u32>> {
+    pub fn selection(&self, filters: &RowFilter) -> Option<Vec<u32>> {
         if filters.is_empty() {
             return None;
         }
@@ -204,7 +177,7 @@ impl Table {
 
     /// A lazy frame of the rows passing `filters` with `columns` plus [`ROW`] and [`ID_RANK`]:
     /// only the selected rows of the needed columns are gathered.
-    pub fn filtered(&self, filters: &Filters, columns: &[&str]) -> PolarsResult<LazyFrame> {
+    pub fn filtered(&self, filters: &RowFilter, columns: &[&str]) -> PolarsResult<LazyFrame> {
         let rows = self.selection(filters);
         self.gather(rows.as_deref(), columns)
     }
@@ -225,16 +198,16 @@ impl Table {
     }
 
     /// A value that depends only on this table, computed once (`key` names it).
-    pub fn memo<T>(&self, key: &'static str, compute: impl FnOnce() -> PolarsResult<T>) -> PolarsResult<T>
+    pub fn memo<T>(&self, key: &'static str, compute: impl FnOnce() -> PolarsResult<T>) -> PolarsResult<Arc<T>>
     where
-        T: Clone + Send + Sync + 'static,
+        T: Send + Sync + 'static,
     {
         let cached = self.memo.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
         if let Some(v) = cached.and_then(|v| v.downcast::<T>().ok()) {
-            return Ok((*v).clone());
+            return Ok(v);
         }
-        let value = compute()?;
-        self.memo.lock().unwrap_or_else(|e| e.into_inner()).insert(key, Arc::new(value.clone()));
+        let value = Arc::new(compute()?);
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).insert(key, value.clone());
         Ok(value)
     }
 
@@ -263,7 +236,8 @@ impl Table {
         Ok(cell.get_or_init(|| rows))
     }
 
-    fn build(view: DataFrame) -> PolarsResult<Table> {
+    /// Builds the table from the collected final view of the SQL views.
+    pub fn build(view: DataFrame) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
         let (frame, ids) = served(view)?;
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "served frame");

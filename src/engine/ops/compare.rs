@@ -4,7 +4,7 @@
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::snapshot::{Snapshot, Vehicle};
+use crate::engine::dataset::table::{Table, Vehicle};
 
 /// Whether a criterion's best value is its largest or its smallest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -115,11 +115,11 @@ pub struct Comparison {
 
 /// Publishes a score at one decimal with the service's one rounding rule.
 fn round1(x: f64) -> f64 {
-    super::publish::round_published(x, 1)
+    crate::engine::dataset::publish::round_published(x, 1)
 }
 
 /// Compares the vehicles of `ids` (request order); unknown ids are reported, not fatal.
-pub fn compare(snapshot: &Snapshot, ids: &[Uuid]) -> Comparison {
+pub fn compare(snapshot: &Table, ids: &[Uuid]) -> Comparison {
     let mut found: Vec<Vehicle> = Vec::new();
     let mut missing = Vec::new();
     for id in ids {

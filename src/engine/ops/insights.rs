@@ -8,7 +8,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::filters::{published_mean, Filters, Page, PageRequest, Pagination};
-use super::snapshot::{Snapshot, Vehicle};
+use crate::engine::dataset::table::{Table, Vehicle};
 
 const ECO_SCORE: &str = "eco_score";
 const CONSUMO: &str = "consumo_referencia";
@@ -278,15 +278,15 @@ fn u64_at(df: &DataFrame, name: &str) -> PolarsResult<Option<u64>> {
 
 /// `GET /insights/summary` over the filtered vehicles (computed once per snapshot when there is
 /// no filter).
-pub fn summary(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSummary> {
+pub fn summary(snapshot: &Table, filters: &Filters) -> PolarsResult<InsightsSummary> {
     if filters.is_empty() {
-        return snapshot.memo("insights/summary", || summary_of(snapshot, filters));
+        return snapshot.memo("insights/summary", || summary_of(snapshot, filters)).map(|v| (*v).clone());
     }
     summary_of(snapshot, filters)
 }
 
-fn summary_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSummary> {
-    let lf = snapshot.filtered(filters, &[ECO_SCORE, CONSUMO, CO2, "categoria"])?;
+fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<InsightsSummary> {
+    let lf = snapshot.filtered(&filters.rows(), &[ECO_SCORE, CONSUMO, CO2, "categoria"])?;
     let mut exprs = vec![mean2(ECO_SCORE).alias("eco"), mean2(CONSUMO).alias("consumo"), mean2(CO2).alias("co2")];
     exprs.extend(band_counts(ECO_SCORE, &ECO_SCORE_BANDS));
     let totals = lf.clone().select(exprs).collect()?;
@@ -319,7 +319,7 @@ fn summary_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<InsightsSu
 /// the metric's order (computed once per snapshot) walked once, counting the matches and keeping
 /// the page's rows.
 fn ranked_page(
-    snapshot: &Snapshot,
+    snapshot: &Table,
     filters: &Filters,
     metric: &str,
     page: PageRequest,
@@ -330,7 +330,7 @@ fn ranked_page(
         let range = page.range(order.len());
         (order[range].to_vec(), order.len())
     } else {
-        let matcher = snapshot.matcher(filters);
+        let matcher = snapshot.matcher(&filters.rows());
         let mut rows = Vec::with_capacity(page.page_size as usize);
         let mut total = 0usize;
         for &r in order {
@@ -352,7 +352,7 @@ fn missing(metric: &str, v: &Vehicle) -> PolarsError {
 
 /// `GET /insights/efficiency`: vehicles with an efficiency, by eficiencia_media_referencia
 /// descending, then id.
-pub fn efficiency(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EfficiencyItem>> {
+pub fn efficiency(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EfficiencyItem>> {
     let (vehicles, pagination) = ranked_page(snapshot, filters, EFICIENCIA, page)?;
     let items = vehicles
         .into_iter()
@@ -375,7 +375,7 @@ pub fn efficiency(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> 
 }
 
 /// `GET /insights/eco-scores`: scored vehicles, by eco score descending, then id.
-pub fn eco_scores(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EcoScoreItem>> {
+pub fn eco_scores(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EcoScoreItem>> {
     let (vehicles, pagination) = ranked_page(snapshot, filters, ECO_SCORE, page)?;
     let items = vehicles
         .into_iter()
@@ -397,15 +397,15 @@ pub fn eco_scores(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> 
 
 /// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there
 /// is no filter).
-pub fn emissions(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+pub fn emissions(snapshot: &Table, filters: &Filters) -> PolarsResult<EmissionsSummary> {
     if filters.is_empty() {
-        return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters));
+        return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters)).map(|v| (*v).clone());
     }
     emissions_of(snapshot, filters)
 }
 
-fn emissions_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<EmissionsSummary> {
-    let lf = snapshot.filtered(filters, &[CO2, "categoria", "combustivel_tipo"])?;
+fn emissions_of(snapshot: &Table, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+    let lf = snapshot.filtered(&filters.rows(), &[CO2, "categoria", "combustivel_tipo"])?;
     let by = |key: &str| -> PolarsResult<Vec<GrupoMedia>> {
         Ok(group_means(lf.clone(), key, CO2, false, None)?
             .into_iter()
@@ -422,16 +422,16 @@ fn emissions_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Emission
 /// `GET /aggregations/by-brand`: one item per brand of the filtered vehicles, by brand
 /// ascending case-insensitively, then byte-wise (computed once per snapshot when there is no
 /// filter).
-pub fn by_brand(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+pub fn by_brand(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
     if filters.is_empty() {
-        return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters));
+        return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters)).map(|v| (*v).clone());
     }
     by_brand_of(snapshot, filters)
 }
 
-fn by_brand_of(snapshot: &Snapshot, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
     let df = snapshot
-        .filtered(filters, &["marca", CONSUMO, CO2, ECO_SCORE])?
+        .filtered(&filters.rows(), &["marca", CONSUMO, CO2, ECO_SCORE])?
         .group_by([col("marca")])
         .agg([
             len().cast(DataType::UInt64).alias("quantidade"),

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::filters::{published, published_mean, sorted, Filters};
-use super::snapshot::{Snapshot, Table, Vehicle, ID_RANK, ROW};
+use crate::engine::dataset::table::{Table, Vehicle, ID_RANK, ROW};
 
 /// Largest `top` a parameterised ranking accepts.
 pub const MAX_TOP: u32 = 100;
@@ -422,6 +422,11 @@ impl FixedSpec {
     }
 }
 
+/// The fixed rankings of a table, computed once (see `engine::warm`).
+pub fn fixed(table: &Table) -> PolarsResult<Arc<FixedRankings>> {
+    table.memo("rankings/fixed", || FixedRankings::compute(table))
+}
+
 impl FixedRankings {
     /// Computes every fixed ranking of a table.
     pub fn compute(table: &Table) -> PolarsResult<FixedRankings> {
@@ -536,9 +541,9 @@ fn valued(lf: LazyFrame, value: Expr) -> LazyFrame {
 /// `GET /rankings/custom`: the top N of the filtered vehicles by the metric, in the order. The
 /// table keeps each metric's order (computed once), so the top N is the first N rows of that
 /// order passing the filters: no sort per request.
-pub fn custom(snapshot: &Snapshot, query: &RankingQuery) -> PolarsResult<Vec<RankingItem>> {
+pub fn custom(snapshot: &Table, query: &RankingQuery) -> PolarsResult<Vec<RankingItem>> {
     let order = snapshot.order(query.metric.column(), query.order.descending())?;
-    let matcher = snapshot.matcher(&query.filters);
+    let matcher = snapshot.matcher(&query.filters.rows());
     Ok(order
         .iter()
         .copied()
@@ -558,26 +563,28 @@ fn rows_by_value(order: Order) -> Expr {
 
 /// The grouped rankings: one group per distinct key among the filtered vehicles with a value,
 /// ordered by the group mean in `order` then by key ascending.
-pub fn grouped(snapshot: &Snapshot, query: &RankingQuery, by: GroupBy) -> PolarsResult<RankingGroups> {
+pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<RankingGroups> {
     let natural = query.metric.natural();
-    let lf =
-        valued(snapshot.filtered(&query.filters, &[query.metric.column(), by.column()])?, col(query.metric.column()))
-            .with_column(by.key().alias(GROUP))
-            .group_by([col(GROUP)])
-            .agg([
-                published_mean(col(VALUE)).alias(MEAN),
-                rows_by_value(natural).first().alias(BEST),
-                rows_by_value(natural.reversed()).first().alias(WORST),
-                rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),
-            ])
-            // Dictionary-encoded keys become text again (few groups) before they are ordered.
-            .with_column(col(GROUP).cast(DataType::String))
-            .sort_by_exprs(
-                [col(MEAN), col(GROUP)],
-                SortMultipleOptions::default()
-                    .with_order_descending_multi([query.order.descending(), false])
-                    .with_nulls_last(true),
-            );
+    let lf = valued(
+        snapshot.filtered(&query.filters.rows(), &[query.metric.column(), by.column()])?,
+        col(query.metric.column()),
+    )
+    .with_column(by.key().alias(GROUP))
+    .group_by([col(GROUP)])
+    .agg([
+        published_mean(col(VALUE)).alias(MEAN),
+        rows_by_value(natural).first().alias(BEST),
+        rows_by_value(natural.reversed()).first().alias(WORST),
+        rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),
+    ])
+    // Dictionary-encoded keys become text again (few groups) before they are ordered.
+    .with_column(col(GROUP).cast(DataType::String))
+    .sort_by_exprs(
+        [col(MEAN), col(GROUP)],
+        SortMultipleOptions::default()
+            .with_order_descending_multi([query.order.descending(), false])
+            .with_nulls_last(true),
+    );
     let df = lf.collect()?;
 
     let vehicle = |r: Option<u32>| r.map(|r| RankingItem::from(&snapshot.vehicle_at(r)));
@@ -613,11 +620,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::engine::generate::generate_catalog;
     use crate::engine::load::load_bytes;
     use crate::engine::views::{CostConfig, Views};
+    use crate::sample::generate_catalog;
 
-    fn snapshot(rows: usize, seed: u64) -> Snapshot {
+    fn snapshot(rows: usize, seed: u64) -> crate::engine::snapshot::Snapshot {
         let mut df = generate_catalog(rows, seed).unwrap();
         let mut bytes = Vec::new();
         ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
@@ -707,7 +714,7 @@ mod tests {
     fn fixed_rankings_are_computed_once() {
         let s = snapshot(300, 11);
         let all = s.vehicles();
-        let f = &s.fixed;
+        let f = fixed(&s).unwrap();
         let want: Vec<Uuid> =
             reference(all.iter(), Metric::Eficiencia, Order::Desc).iter().take(10).map(|v| v.id).collect();
         let got: Vec<Uuid> = f.most_economical.items.iter().map(|i| i.vehicle_id).collect();

@@ -5,7 +5,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::filters::{Filters, Page, PageRequest};
-use super::snapshot::{Snapshot, Vehicle};
+use crate::engine::dataset::table::{Table, Vehicle};
 
 /// An item of `GET /catalog/vehicles`.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -56,8 +56,8 @@ impl From<&Vehicle> for CatalogVehicle {
 /// One page of the filtered catalog in catalog order (marca, modelo, versao byte-wise, ano
 /// descending, id). The table is stored in that order and a selection keeps it, so a page is a
 /// slice of the matching rows: no per-request sort.
-pub fn list(snapshot: &Snapshot, filters: &Filters, page: PageRequest) -> PolarsResult<Page<CatalogVehicle>> {
-    let (rows, total): (Vec<u32>, usize) = match snapshot.selection(filters) {
+pub fn list(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<CatalogVehicle>> {
+    let (rows, total): (Vec<u32>, usize) = match snapshot.selection(&filters.rows()) {
         None => {
             let range = page.range(snapshot.len());
             (range.map(|r| r as u32).collect(), snapshot.len())

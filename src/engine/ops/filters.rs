@@ -5,8 +5,9 @@ use polars::prelude::*;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::schema::ID_RANK;
-use super::text_index::{fold, FOLDED};
+use crate::engine::dataset::schema::ID_RANK;
+use crate::engine::dataset::table::RowFilter;
+use crate::engine::dataset::text_index::{fold, FOLDED};
 
 /// A case- and accent-insensitive literal substring filter on one catalog column.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +45,11 @@ impl Filters {
         self.text.is_empty() && self.ano.is_none() && self.ano_min.is_none() && self.ano_max.is_none()
     }
 
+    /// The rows these filters select, as the table matches them.
+    pub fn rows(&self) -> RowFilter {
+        RowFilter { text: self.text.iter().map(|f| (f.column, f.folded.clone())).collect(), ano: self.ano_bounds() }
+    }
+
     /// The inclusive year bounds (an exact year is both), or `None` without a year filter.
     pub fn ano_bounds(&self) -> Option<(i32, i32)> {
         let (min, max) = match self.ano {
@@ -71,7 +77,7 @@ impl Filters {
     }
 }
 
-pub use super::publish::{published, published_mean};
+pub use crate::engine::dataset::publish::{published, published_mean};
 
 /// A validated page request (page ≥ 1, 1 ≤ page_size ≤ 100).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,8 +8,8 @@ use uuid::Uuid;
 use super::catalog::CatalogVehicle;
 use super::filters::sorted;
 use super::rankings::RankingItem;
-use super::snapshot::{Snapshot, Vehicle, ROW};
-use super::views::FINAL_VIEW;
+use crate::engine::dataset::table::{Table, Vehicle, ROW};
+use crate::engine::dataset::views::FINAL_VIEW;
 
 /// Default number of similar vehicles (`top` of compare-similar).
 pub const SIMILAR_DEFAULT: u32 = 5;
@@ -154,23 +154,23 @@ impl From<&Vehicle> for RankingPositions {
 }
 
 /// The summary of one vehicle (`None`: unknown id).
-pub fn summary(snapshot: &Snapshot, id: &Uuid) -> Option<VehicleSummary> {
+pub fn summary(snapshot: &Table, id: &Uuid) -> Option<VehicleSummary> {
     snapshot.vehicle(id).as_ref().map(VehicleSummary::from)
 }
 
 /// The eco score of one vehicle (`None`: unknown id).
-pub fn eco_score(snapshot: &Snapshot, id: &Uuid) -> Option<VehicleEcoScore> {
+pub fn eco_score(snapshot: &Table, id: &Uuid) -> Option<VehicleEcoScore> {
     snapshot.vehicle(id).as_ref().map(VehicleEcoScore::from)
 }
 
 /// The precomputed positions of one vehicle (`None`: unknown id).
-pub fn ranking_positions(snapshot: &Snapshot, id: &Uuid) -> Option<RankingPositions> {
+pub fn ranking_positions(snapshot: &Table, id: &Uuid) -> Option<RankingPositions> {
     snapshot.vehicle(id).as_ref().map(RankingPositions::from)
 }
 
 /// The other scored vehicles of the base's categoria, as a lazy frame: the categoria's rows come
 /// from the text index, so only they are gathered.
-fn same_category_scored(snapshot: &Snapshot, base: &Vehicle, row: u32, columns: &[&str]) -> PolarsResult<LazyFrame> {
+fn same_category_scored(snapshot: &Table, base: &Vehicle, row: u32, columns: &[&str]) -> PolarsResult<LazyFrame> {
     let categoria =
         snapshot.index.column("categoria").ok_or_else(|| polars_err!(ComputeError: "no categoria index"))?;
     let rows: &[u32] = match categoria.code_of(&base.categoria) {
@@ -185,7 +185,7 @@ fn same_category_scored(snapshot: &Snapshot, base: &Vehicle, row: u32, columns: 
 /// Up to `top` vehicles most similar to the base (`None`: unknown id): other scored vehicles of
 /// its categoria by |Δ eco score| ascending, then |Δ ano|, then id; without a base score, by
 /// |Δ ano| then id.
-pub fn similar(snapshot: &Snapshot, id: &Uuid, top: u32) -> PolarsResult<Option<Vec<RankingItem>>> {
+pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec<RankingItem>>> {
     let Some(row) = snapshot.row_of(id) else { return Ok(None) };
     let base = snapshot.vehicle_at(row);
     let mut deltas = vec![(col("ano") - lit(base.ano)).abs().alias("delta_ano")];
@@ -204,7 +204,7 @@ pub fn similar(snapshot: &Snapshot, id: &Uuid, top: u32) -> PolarsResult<Option<
 /// The best alternative to the base (`None`: unknown id; `Some(None)`: nothing better): the
 /// vehicle of its categoria with the highest eco score strictly above the base's (any scored one
 /// when the base has no score); ties by higher eficienciaMediaReferencia, then id.
-pub fn best_alternative(snapshot: &Snapshot, id: &Uuid) -> PolarsResult<Option<Option<RankingItem>>> {
+pub fn best_alternative(snapshot: &Table, id: &Uuid) -> PolarsResult<Option<Option<RankingItem>>> {
     let Some(row) = snapshot.row_of(id) else { return Ok(None) };
     let base = snapshot.vehicle_at(row);
     let mut lf = same_category_scored(snapshot, &base, row, &["eficiencia_media_referencia"])?;
@@ -223,12 +223,12 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::engine::generate::generate_catalog;
     use crate::engine::load::load_bytes;
     use crate::engine::views::{CostConfig, Views};
+    use crate::sample::generate_catalog;
 
     /// A generated catalog where every 7th vehicle has neither energy nor CO2 data (no score).
-    fn snapshot(rows: usize, seed: u64) -> Snapshot {
+    fn snapshot(rows: usize, seed: u64) -> crate::engine::snapshot::Snapshot {
         let unscored = (col("i") % lit(7)).eq(lit(0));
         let blank = |name: &str| {
             when(unscored.clone()).then(lit(NULL).cast(DataType::Float64)).otherwise(col(name)).alias(name)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::load::{self, LoadError};
+use super::snapshot::Snapshot;
 use super::store::Store;
 use super::views::{CostConfig, Views};
 
@@ -41,16 +42,20 @@ pub enum Outcome {
     Refused,
 }
 
+/// Work done on a new snapshot before it is swapped in (computing its dataset-only answers).
+pub type Warm = fn(&Snapshot);
+
 pub struct Reloader {
     data: PathBuf,
     queries: PathBuf,
     cost: CostConfig,
     store: Arc<Store>,
+    warm: Warm,
 }
 
 impl Reloader {
-    pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>) -> Reloader {
-        Reloader { data, queries, cost, store }
+    pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
+        Reloader { data, queries, cost, store, warm }
     }
 
     /// Polls the file every `interval` and reloads on SIGHUP; runs until the process stops.
@@ -109,6 +114,7 @@ impl Reloader {
         let data = self.data.clone();
         let queries = self.queries.clone();
         let cost = self.cost.clone();
+        let warm = self.warm;
         let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = tokio::task::spawn_blocking(move || -> Result<Option<_>, String> {
@@ -120,7 +126,9 @@ impl Reloader {
             if current.as_deref() == Some(load::version_of(&bytes, &views).as_str()) {
                 return Ok(None);
             }
-            load::load_bytes(&bytes, &data, &views).map(Some).map_err(|e| e.to_string())
+            let snapshot = load::load_bytes(&bytes, &data, &views).map_err(|e| e.to_string())?;
+            warm(&snapshot);
+            Ok(Some(snapshot))
         });
         match work.await {
             Ok(Ok(Some(snapshot))) => {

@@ -1,0 +1,14 @@
+//! The lifecycle of one export: read and check it (`schema`, `load`), derive the published
+//! metrics (`views`, `publish`), build the served table (`table`, `text_index`), wrap it as an
+//! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
+//! changes (`reload`).
+
+pub mod load;
+pub mod publish;
+pub mod reload;
+pub mod schema;
+pub mod snapshot;
+pub mod store;
+pub mod table;
+pub mod text_index;
+pub mod views;

@@ -1,0 +1,42 @@
+//! The immutable dataset one request works on: the table and where it came from. A new export
+//! builds a new snapshot; nothing in a snapshot ever changes.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use polars::prelude::*;
+use serde::Serialize;
+
+use super::table::Table;
+
+/// Facts about where a snapshot came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetInfo {
+    /// Hash of everything an answer depends on (export, views, cost configuration).
+    pub version: String,
+    pub loaded_at: DateTime<Utc>,
+    pub source: PathBuf,
+    pub rows: usize,
+}
+
+/// An immutable loaded dataset.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub info: DatasetInfo,
+    pub table: Table,
+}
+
+impl std::ops::Deref for Snapshot {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        &self.table
+    }
+}
+
+impl Snapshot {
+    /// Builds a snapshot from the collected final view (see `load`).
+    pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
+        Ok(Snapshot { info, table: Table::build(view)? })
+    }
+}
