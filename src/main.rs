@@ -19,6 +19,10 @@ use eco_insights::sample;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Threads running engine work (Polars plans, row reads). More would only contend for the same
+/// cores (Polars parallelises inside a plan) and each keeps allocator caches of its own.
+const BLOCKING_THREADS: usize = 4;
+
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (its C header's enum order).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
@@ -101,7 +105,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let store = Arc::new(Store::new(Some(snapshot)));
     let state = AppState::new(Arc::clone(&store), credentials);
 
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().max_blocking_threads(BLOCKING_THREADS).enable_all().build()?;
     runtime.block_on(async move {
         let app = Application::bind(&args.bind, state).await?;
         let addr = app.local_addr()?;

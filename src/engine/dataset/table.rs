@@ -18,6 +18,9 @@ pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
 use super::views::DERIVED_COLUMNS;
 
+/// A dataset-only value, or why it could not be computed.
+type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
+
 /// Which rows a request selects: text filters as (column, folded needle) pairs, matched as
 /// literal substrings of the folded values, and inclusive year bounds.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -92,9 +95,9 @@ pub struct Table {
     cols: Cols,
     anos: Vec<i32>,
     pub index: TextIndex,
-    orders: [[OnceLock<Vec<u32>>; 2]; ORDERED.len()],
+    orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()],
     /// Answers that depend only on the dataset, computed on first use.
-    memo: Mutex<HashMap<&'static str, Arc<dyn Any + Send + Sync>>>,
+    memo: Mutex<HashMap<&'static str, Arc<Memo>>>,
 }
 
 impl Table {
@@ -197,18 +200,23 @@ impl Table {
         })
     }
 
-    /// A value that depends only on this table, computed once (`key` names it).
+    /// A value that depends only on this table, computed once (`key` names it): the first request
+    /// computes it, concurrent ones wait for that result.
     pub fn memo<T>(&self, key: &'static str, compute: impl FnOnce() -> PolarsResult<T>) -> PolarsResult<Arc<T>>
     where
         T: Send + Sync + 'static,
     {
-        let cached = self.memo.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
-        if let Some(v) = cached.and_then(|v| v.downcast::<T>().ok()) {
-            return Ok(v);
+        let cell = Arc::clone(self.memo.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default());
+        let value = cell.get_or_init(|| match compute() {
+            Ok(v) => Ok(Arc::new(v) as Arc<dyn Any + Send + Sync>),
+            Err(e) => Err(e.to_string()),
+        });
+        match value {
+            Ok(v) => {
+                Arc::clone(v).downcast::<T>().map_err(|_| polars_err!(ComputeError: "memo {key} holds another type"))
+            }
+            Err(e) => polars_bail!(ComputeError: "{key} could not be computed: {e}"),
         }
-        let value = Arc::new(compute()?);
-        self.memo.lock().unwrap_or_else(|e| e.into_inner()).insert(key, value.clone());
-        Ok(value)
     }
 
     /// The rows with a value of `column` (one of [`ORDERED`]), best-first for `descending`, id
@@ -217,23 +225,26 @@ impl Table {
         let Some(i) = ORDERED.iter().position(|c| *c == column) else {
             polars_bail!(ComputeError: "no precomputed order for {column}");
         };
+        // One request computes it; concurrent ones wait for that result instead of sorting too.
         let cell = &self.orders[i][descending as usize];
-        if let Some(v) = cell.get() {
-            return Ok(v);
+        let computed = cell.get_or_init(|| {
+            let df = self
+                .frame
+                .select([ROW, ID_RANK, column])?
+                .lazy()
+                .filter(col(column).is_not_null())
+                .sort_by_exprs(
+                    [col(column), col(ID_RANK)],
+                    SortMultipleOptions::default().with_order_descending_multi([descending, false]),
+                )
+                .select([col(ROW)])
+                .collect()?;
+            row_numbers(&df)
+        });
+        match computed {
+            Ok(rows) => Ok(rows),
+            Err(e) => polars_bail!(ComputeError: "the order of {column} could not be computed: {e}"),
         }
-        let df = self
-            .frame
-            .select([ROW, ID_RANK, column])?
-            .lazy()
-            .filter(col(column).is_not_null())
-            .sort_by_exprs(
-                [col(column), col(ID_RANK)],
-                SortMultipleOptions::default().with_order_descending_multi([descending, false]),
-            )
-            .select([col(ROW)])
-            .collect()?;
-        let rows = row_numbers(&df)?;
-        Ok(cell.get_or_init(|| rows))
     }
 
     /// Builds the table from the collected final view of the SQL views.
