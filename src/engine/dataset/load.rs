@@ -84,7 +84,8 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
     }
     for spec in COLUMNS {
         let mut e = col(spec.name).cast(spec.kind.canonical());
-        if spec.kind == schema::Kind::Float {
+        // NaN is read as null; a column without NaN is passed through untouched (no copy).
+        if spec.kind == schema::Kind::Float && has_nan(&raw, spec.name) {
             e = e.fill_nan(lit(NULL).cast(DataType::Float64));
         }
         exprs.push(e.alias(spec.name));
@@ -111,6 +112,15 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
     let fuel = fuel_fold(&df).map_err(internal)?;
     df.with_column(fuel).map_err(internal)?;
     Ok(df)
+}
+
+/// Whether a float column holds a NaN.
+fn has_nan(df: &DataFrame, name: &str) -> bool {
+    let Ok(column) = df.column(name) else { return false };
+    if !column.dtype().is_float() {
+        return false;
+    }
+    column.as_materialized_series().is_nan().map(|mask| mask.any()).unwrap_or(true)
 }
 
 fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {

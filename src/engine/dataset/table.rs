@@ -278,7 +278,7 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
     let mut keep: Vec<Expr> = vec![col(ID)];
     keep.extend(COLUMNS.iter().map(|c| col(c.name)));
     keep.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
-    let mut df = view
+    let df = view
         .lazy()
         .select(keep)
         .with_columns([
@@ -295,7 +295,6 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
                 .alias("percentil"),
         )
         .collect()?;
-    df.rechunk_mut();
 
     // Ids as UUIDs: a UUID's byte order is the order of its lower-case text, so ranking the
     // parsed values ranks the ids.
@@ -318,21 +317,30 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
     let order = catalog_permutation(&df, &id_rank)?;
     let ids: Vec<Uuid> = order.iter().map(|&i| ids[i as usize]).collect();
     let id_rank: Vec<u32> = order.iter().map(|&i| id_rank[i as usize]).collect();
-    let mut df = df.drop(ID)?.take(&IdxCa::from_vec(PlSmallStr::EMPTY, order))?;
-    df.with_column(Column::new(ID_RANK.into(), id_rank))?;
-
-    // Text columns with few distinct values are stored dictionary-encoded (a 4-byte code per
-    // row instead of a 16-byte string view), each with a mapping of its own that is freed with
+    // Column by column: each is gathered into catalog order (one chunk), dictionary-encoded when
+    // its text has few distinct values, and its unordered source released before the next, so
+    // the peak is one frame plus one column. Dictionary-encoded columns hold a 4-byte code per
+    // row instead of a 16-byte string view, each with a mapping of its own that is freed with
     // the snapshot.
-    let dictionary = |name: &str| {
-        let categories = Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32);
-        col(name).cast(DataType::from_categories(categories))
-    };
-    let mut df = df
-        .lazy()
-        .with_columns(DICTIONARY_ENCODED.iter().map(|c| dictionary(c)).collect::<Vec<_>>())
-        .with_row_index(ROW, None)
-        .collect()?;
+    let order = IdxCa::from_vec(PlSmallStr::EMPTY, order);
+    let mut df = df;
+    let names: Vec<PlSmallStr> = df.get_column_names_owned();
+    let mut columns: Vec<Column> = Vec::with_capacity(names.len() + 2);
+    for name in names {
+        let source = df.drop_in_place(&name)?;
+        if name == ID {
+            continue;
+        }
+        let mut column = source.take(&order)?;
+        drop(source);
+        if DICTIONARY_ENCODED.contains(&name.as_str()) {
+            let categories = Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32);
+            column = column.cast(&DataType::from_categories(categories))?;
+        }
+        columns.push(column);
+    }
+    columns.push(Column::new(ID_RANK.into(), id_rank));
+    let mut df = DataFrame::new_infer_height(columns)?.with_row_index(ROW.into(), None)?;
     df.rechunk_mut();
     Ok((df, ids))
 }

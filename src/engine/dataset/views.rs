@@ -12,6 +12,8 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use sha2::{Digest, Sha256};
 
+use super::schema::{COLUMNS, ID};
+
 /// The view whose rows the service serves; also the `source` of every eco score.
 pub const FINAL_VIEW: &str = "vw_eco_score";
 
@@ -115,14 +117,23 @@ impl Views {
         if !ctx.get_tables().iter().any(|t| t == FINAL_VIEW) {
             bail!("no query creates the table {FINAL_VIEW}");
         }
-        let df = ctx.execute(&format!("SELECT * FROM {FINAL_VIEW}"))?.collect();
-        let df = anyhow::Context::context(df, "error while computing the views")?;
+        let mut view = ctx.execute(&format!("SELECT * FROM {FINAL_VIEW}"))?;
+        let schema = anyhow::Context::context(view.collect_schema(), "error in the views")?;
         for name in DERIVED_COLUMNS {
-            if df.column(name).is_err() {
+            if !schema.contains(name) {
                 bail!("the view {FINAL_VIEW} has no column {name}");
             }
         }
-        Ok(df)
+        // Only the served columns are computed: the views' intermediate columns are pruned from
+        // the plan, never materialised.
+        let mut served: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + DERIVED_COLUMNS.len() + 1);
+        if schema.contains(ID) {
+            served.push(col(ID));
+        }
+        served.extend(COLUMNS.iter().map(|c| col(c.name)));
+        served.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
+        let df = view.select(served).collect();
+        anyhow::Context::context(df, "error while computing the views")
     }
 }
 
