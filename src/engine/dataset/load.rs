@@ -10,9 +10,9 @@ use polars::prelude::*;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::schema::{self, Problem, COLUMNS, ID};
+use super::schema::{self, Problem, COLUMNS, DICTIONARY_ENCODED, ID};
 use super::snapshot::{DatasetInfo, Snapshot};
-use super::text_index::fold;
+use super::text_index::{fold, TextValues};
 use super::views::Views;
 
 /// Why an export was refused.
@@ -37,10 +37,10 @@ fn list(problems: &[Problem]) -> String {
 pub const FUEL_FOLD: &str = "combustivel_fold";
 
 fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
-    let fuels = df.column("combustivel_tipo")?.str()?;
+    let fuels = TextValues::of(df.column("combustivel_tipo")?)?;
     let mut cache: PlHashMap<&str, String> = PlHashMap::new();
     let folded: StringChunked =
-        fuels.iter().map(|v| v.map(|v| cache.entry(v).or_insert_with(|| fold(v)).clone())).collect();
+        (0..fuels.len()).map(|i| fuels.get(i).map(|v| cache.entry(v).or_insert_with(|| fold(v)).clone())).collect();
     Ok(folded.with_name(FUEL_FOLD.into()).into_column())
 }
 
@@ -83,7 +83,12 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
         exprs.push(col(ID).cast(DataType::String).str().to_lowercase());
     }
     for spec in COLUMNS {
-        let mut e = col(spec.name).cast(spec.kind.canonical());
+        let dtype = if spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name) {
+            schema::dictionary_dtype()
+        } else {
+            spec.kind.canonical()
+        };
+        let mut e = col(spec.name).cast(dtype);
         // NaN is read as null; a column without NaN is passed through untouched (no copy).
         if spec.kind == schema::Kind::Float && has_nan(&raw, spec.name) {
             e = e.fill_nan(lit(NULL).cast(DataType::Float64));
@@ -124,7 +129,7 @@ fn has_nan(df: &DataFrame, name: &str) -> bool {
 }
 
 fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {
-    let s = |n: &str| df.column(n).and_then(|c| c.str().cloned());
+    let s = |n: &str| df.column(n).and_then(TextValues::of);
     let (marca, modelo, versao, motor, trans) =
         (s("marca")?, s("modelo")?, s("versao")?, s("motor")?, s("transmissao_tipo")?);
     let ano = df.column("ano")?.i32()?.clone();

@@ -13,7 +13,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::publish::published;
-use super::schema::{COLUMNS, ID};
+use super::schema::{dictionary_dtype, COLUMNS, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
 use super::views::DERIVED_COLUMNS;
@@ -317,11 +317,8 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
     let order = catalog_permutation(&df, &id_rank)?;
     let ids: Vec<Uuid> = order.iter().map(|&i| ids[i as usize]).collect();
     let id_rank: Vec<u32> = order.iter().map(|&i| id_rank[i as usize]).collect();
-    // Column by column: each is gathered into catalog order (one chunk), dictionary-encoded when
-    // its text has few distinct values, and its unordered source released before the next, so
-    // the peak is one frame plus one column. Dictionary-encoded columns hold a 4-byte code per
-    // row instead of a 16-byte string view, each with a mapping of its own that is freed with
-    // the snapshot.
+    // Column by column: each is gathered into catalog order (one chunk) and its unordered source
+    // released before the next, so the peak is one frame plus one column.
     let order = IdxCa::from_vec(PlSmallStr::EMPTY, order);
     let mut df = df;
     let names: Vec<PlSmallStr> = df.get_column_names_owned();
@@ -333,9 +330,9 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
         }
         let mut column = source.take(&order)?;
         drop(source);
-        if DICTIONARY_ENCODED.contains(&name.as_str()) {
-            let categories = Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32);
-            column = column.cast(&DataType::from_categories(categories))?;
+        // The inputs arrive dictionary-encoded (see `load::prepare`); the band is encoded here.
+        if name == "eco_faixa" && column.dtype().is_string() {
+            column = column.cast(&dictionary_dtype())?;
         }
         columns.push(column);
     }
@@ -349,15 +346,15 @@ fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
 /// ano descending, then id ascending (`id_rank`). Brand and model compare as the rank of their
 /// distinct values, so most comparisons are between integers.
 fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>> {
-    fn lexical_ranks(values: &StringChunked) -> Vec<u32> {
+    fn lexical_ranks(values: &TextValues) -> Vec<u32> {
         let mut distinct: Vec<&str> =
-            values.iter().map(|v| v.unwrap_or("")).collect::<PlHashSet<_>>().into_iter().collect();
+            (0..values.len()).map(|i| values.get(i).unwrap_or("")).collect::<PlHashSet<_>>().into_iter().collect();
         distinct.sort_unstable();
         let rank: PlHashMap<&str, u32> = distinct.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
-        values.iter().map(|v| rank[v.unwrap_or("")]).collect()
+        (0..values.len()).map(|i| rank[values.get(i).unwrap_or("")]).collect()
     }
-    let marca = lexical_ranks(df.column("marca")?.str()?);
-    let modelo = lexical_ranks(df.column("modelo")?.str()?);
+    let marca = lexical_ranks(&TextValues::of(df.column("marca")?)?);
+    let modelo = lexical_ranks(&TextValues::of(df.column("modelo")?)?);
     let versao = df.column("versao")?.str()?;
     let versao: Vec<&str> = versao.iter().map(|v| v.unwrap_or("")).collect();
     let ano: Vec<i32> = df.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
@@ -373,22 +370,6 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>
     });
     Ok(order)
 }
-
-/// The text columns stored dictionary-encoded in the served frame (all but `versao`, nearly one
-/// value per row). Plans that group by them turn the few group keys back into text.
-pub const DICTIONARY_ENCODED: [&str; 11] = [
-    "marca",
-    "modelo",
-    "categoria",
-    "motor",
-    "tipo_propulsao",
-    "combustivel_tipo",
-    "transmissao_tipo",
-    "direcao_assistida_tipo",
-    "classificacao_pbe_categoria",
-    "classificacao_pbe_geral",
-    "eco_faixa",
-];
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
 #[derive(Debug)]
