@@ -68,23 +68,39 @@ impl<T: Serialize> IntoResponse for Reply<T> {
     }
 }
 
-/// A successful answer whose `data.data` was serialised once per snapshot: only the meta is
-/// written per request.
+/// JSON written before the envelope: shared (serialised once per snapshot) or per request.
+pub enum RawJson {
+    Shared(Arc<str>),
+    Owned(Vec<u8>),
+}
+
+impl RawJson {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            RawJson::Shared(s) => s.as_bytes(),
+            RawJson::Owned(v) => v,
+        }
+    }
+}
+
+/// A successful answer whose `data.data` is already JSON (written from the table's columns, or
+/// serialised once per snapshot): only the meta is serialised here.
 pub struct RawReply {
-    data: Arc<str>,
+    data: RawJson,
     meta: Meta,
     version: String,
 }
 
 impl IntoResponse for RawReply {
     fn into_response(self) -> Response {
-        let meta = serde_json::to_string(&self.meta).unwrap_or_else(|_| "{}".into());
-        let mut body = String::with_capacity(self.data.len() + meta.len() + 40);
-        body.push_str(r#"{"success":true,"data":{"data":"#);
-        body.push_str(&self.data);
-        body.push_str(r#","meta":"#);
-        body.push_str(&meta);
-        body.push_str("}}");
+        let meta = serde_json::to_vec(&self.meta).unwrap_or_else(|_| b"{}".to_vec());
+        let data = self.data.as_bytes();
+        let mut body = Vec::with_capacity(data.len() + meta.len() + 40);
+        body.extend_from_slice(br#"{"success":true,"data":{"data":"#);
+        body.extend_from_slice(data);
+        body.extend_from_slice(br#","meta":"#);
+        body.extend_from_slice(&meta);
+        body.extend_from_slice(b"}}");
         let mut res =
             ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
         if let Ok(v) = HeaderValue::from_str(&self.version) {
@@ -150,7 +166,25 @@ impl Ctx {
 impl Ctx {
     /// The envelope around JSON serialised beforehand (a dataset-only answer).
     pub fn reply_raw(&self, data: Arc<str>) -> RawReply {
-        RawReply { data, meta: self.meta(None, None), version: self.snapshot.info.version.clone() }
+        RawReply {
+            data: RawJson::Shared(data),
+            meta: self.meta(None, None),
+            version: self.snapshot.info.version.clone(),
+        }
+    }
+
+    /// The envelope around JSON written from the table's columns.
+    pub fn reply_json(
+        &self,
+        data: Vec<u8>,
+        filters: Option<Map<String, Value>>,
+        pagination: Option<Pagination>,
+    ) -> RawReply {
+        RawReply {
+            data: RawJson::Owned(data),
+            meta: self.meta(filters, pagination),
+            version: self.snapshot.info.version.clone(),
+        }
     }
 }
 

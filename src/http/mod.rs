@@ -2,6 +2,7 @@
 //! engine and encodes answers; it never builds Polars plans itself.
 
 pub mod auth;
+pub mod encode;
 pub mod envelope;
 pub mod error;
 pub mod middleware;

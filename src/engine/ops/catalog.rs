@@ -1,6 +1,5 @@
 //! The catalog listing: filters, the contract's order, one page.
 
-use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -54,16 +53,12 @@ impl From<&Vehicle> for CatalogVehicle {
 }
 
 /// One page of the filtered catalog in catalog order (marca, modelo, versao byte-wise, ano
-/// descending, id). The table is stored in that order and a selection keeps it, so a page is a
-/// slice of the matching rows: no per-request sort.
-pub fn list(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<CatalogVehicle>> {
-    let (rows, total): (Vec<u32>, usize) = match snapshot.selection(&filters.rows()) {
-        None => {
-            let range = page.range(snapshot.len());
-            (range.map(|r| r as u32).collect(), snapshot.len())
-        }
+/// descending, id): the rows of the page. The table is stored in that order and a selection
+/// keeps it, so a page is a slice of the matching rows: no per-request sort.
+pub fn list(table: &Table, filters: &Filters, page: PageRequest) -> Page<u32> {
+    let (rows, total): (Vec<u32>, usize) = match table.selection(&filters.rows()) {
+        None => (page.range(table.len()).map(|r| r as u32).collect(), table.len()),
         Some(rows) => (rows[page.range(rows.len())].to_vec(), rows.len()),
     };
-    let items = rows.into_iter().map(|r| CatalogVehicle::from(&snapshot.vehicle_at(r))).collect();
-    Ok(Page { items, pagination: page.pagination(total) })
+    Page { items: rows, pagination: page.pagination(total) }
 }

@@ -7,8 +7,8 @@ use polars::prelude::*;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::filters::{published_mean, Filters, Page, PageRequest, Pagination};
-use crate::engine::dataset::table::{Table, Vehicle};
+use super::filters::{published_mean, Filters, Page, PageRequest};
+use crate::engine::dataset::table::Table;
 
 const ECO_SCORE: &str = "eco_score";
 const CONSUMO: &str = "consumo_referencia";
@@ -315,84 +315,39 @@ fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<InsightsSumma
     })
 }
 
-/// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page:
-/// the metric's order (computed once per snapshot) walked once, counting the matches and keeping
-/// the page's rows.
-fn ranked_page(
-    snapshot: &Table,
-    filters: &Filters,
-    metric: &str,
-    page: PageRequest,
-) -> PolarsResult<(Vec<Vehicle>, Pagination)> {
-    let order = snapshot.order(metric, true)?;
-    let range = page.range(usize::MAX);
-    let (rows, total) = if filters.is_empty() {
+/// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page
+/// (its rows): the metric's order (computed once per table) walked once, counting the matches
+/// and keeping the page's rows.
+fn ranked_page(table: &Table, filters: &Filters, metric: &str, page: PageRequest) -> PolarsResult<Page<u32>> {
+    let order = table.order(metric, true)?;
+    if filters.is_empty() {
         let range = page.range(order.len());
-        (order[range].to_vec(), order.len())
-    } else {
-        let matcher = snapshot.matcher(&filters.rows());
-        let mut rows = Vec::with_capacity(page.page_size as usize);
-        let mut total = 0usize;
-        for &r in order {
-            if matcher.matches(r) {
-                if range.contains(&total) {
-                    rows.push(r);
-                }
-                total += 1;
+        return Ok(Page { items: order[range].to_vec(), pagination: page.pagination(order.len()) });
+    }
+    let range = page.range(usize::MAX);
+    let matcher = table.matcher(&filters.rows());
+    let mut rows = Vec::with_capacity(page.page_size as usize);
+    let mut total = 0usize;
+    for &r in order {
+        if matcher.matches(r) {
+            if range.contains(&total) {
+                rows.push(r);
             }
+            total += 1;
         }
-        (rows, total)
-    };
-    Ok((rows.into_iter().map(|r| snapshot.vehicle_at(r)).collect(), page.pagination(total)))
+    }
+    Ok(Page { items: rows, pagination: page.pagination(total) })
 }
 
-fn missing(metric: &str, v: &Vehicle) -> PolarsError {
-    polars_err!(ComputeError: "vehicle {} has no {metric} in the served records", v.id)
+/// `GET /insights/efficiency`: the rows of the vehicles with an efficiency, by
+/// eficiencia_media_referencia descending, then id.
+pub fn efficiency(table: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<u32>> {
+    ranked_page(table, filters, EFICIENCIA, page)
 }
 
-/// `GET /insights/efficiency`: vehicles with an efficiency, by eficiencia_media_referencia
-/// descending, then id.
-pub fn efficiency(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EfficiencyItem>> {
-    let (vehicles, pagination) = ranked_page(snapshot, filters, EFICIENCIA, page)?;
-    let items = vehicles
-        .into_iter()
-        .map(|v| {
-            Ok(EfficiencyItem {
-                vehicle_id: v.id,
-                marca: v.marca.clone(),
-                modelo: v.modelo.clone(),
-                versao: v.versao.clone(),
-                ano: v.ano,
-                categoria: v.categoria.clone(),
-                combustivel_tipo: v.combustivel_tipo.clone(),
-                eficiencia_media_referencia: v.eficiencia_media_referencia.ok_or_else(|| missing(EFICIENCIA, &v))?,
-                consumo_referencia: v.consumo_referencia,
-                autonomia_km: v.autonomia_km,
-            })
-        })
-        .collect::<PolarsResult<_>>()?;
-    Ok(Page { items, pagination })
-}
-
-/// `GET /insights/eco-scores`: scored vehicles, by eco score descending, then id.
-pub fn eco_scores(snapshot: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<EcoScoreItem>> {
-    let (vehicles, pagination) = ranked_page(snapshot, filters, ECO_SCORE, page)?;
-    let items = vehicles
-        .into_iter()
-        .map(|v| {
-            Ok(EcoScoreItem {
-                vehicle_id: v.id,
-                marca: v.marca.clone(),
-                modelo: v.modelo.clone(),
-                versao: v.versao.clone(),
-                ano: v.ano,
-                categoria: v.categoria.clone(),
-                eco_score: v.eco_score.ok_or_else(|| missing(ECO_SCORE, &v))?,
-                faixa: v.eco_faixa.clone().ok_or_else(|| missing("eco_faixa", &v))?,
-            })
-        })
-        .collect::<PolarsResult<_>>()?;
-    Ok(Page { items, pagination })
+/// `GET /insights/eco-scores`: the rows of the scored vehicles, by eco score descending, then id.
+pub fn eco_scores(table: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<u32>> {
+    ranked_page(table, filters, ECO_SCORE, page)
 }
 
 /// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there

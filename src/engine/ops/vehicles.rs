@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::catalog::CatalogVehicle;
 use super::filters::sorted;
 use super::rankings::RankingItem;
-use crate::engine::dataset::table::{Table, Vehicle, ROW};
+use crate::engine::dataset::table::{row_numbers, Table, Vehicle, ROW};
 use crate::engine::dataset::views::FINAL_VIEW;
 
 /// Default number of similar vehicles (`top` of compare-similar).
@@ -185,7 +185,7 @@ fn same_category_scored(snapshot: &Table, base: &Vehicle, row: u32, columns: &[&
 /// Up to `top` vehicles most similar to the base (`None`: unknown id): other scored vehicles of
 /// its categoria by |Δ eco score| ascending, then |Δ ano|, then id; without a base score, by
 /// |Δ ano| then id.
-pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec<RankingItem>>> {
+pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec<u32>>> {
     let Some(row) = snapshot.row_of(id) else { return Ok(None) };
     let base = snapshot.vehicle_at(row);
     let mut deltas = vec![(col("ano") - lit(base.ano)).abs().alias("delta_ano")];
@@ -198,7 +198,7 @@ pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec
     }
     let lf = same_category_scored(snapshot, &base, row, &["ano"])?.with_columns(deltas);
     let df = sorted(lf, &keys).select([col(ROW)]).limit(top).collect()?;
-    Ok(Some(snapshot.rows_of(&df)?.iter().map(RankingItem::from).collect()))
+    Ok(Some(row_numbers(&df)?))
 }
 
 /// The best alternative to the base (`None`: unknown id; `Some(None)`: nothing better): the
@@ -296,7 +296,7 @@ mod tests {
             for top in [1, 5, 20] {
                 let got = similar(&s, &base.id, top).unwrap().unwrap();
                 let want: Vec<Uuid> = reference_similar(&all, base, top as usize).iter().map(|v| v.id).collect();
-                let got: Vec<Uuid> = got.iter().map(|i| i.vehicle_id).collect();
+                let got: Vec<Uuid> = got.iter().map(|r| s.id_at(*r)).collect();
                 assert_eq!(got, want, "similar to {} (top {top})", base.id);
             }
             let got = best_alternative(&s, &base.id).unwrap().unwrap().map(|i| i.vehicle_id);

@@ -5,7 +5,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::catalog::{self, CatalogVehicle};
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::encode;
+use crate::http::envelope::{Ctx, Envelope, Items, RawReply};
 use crate::http::error::ApiError;
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
@@ -30,10 +31,15 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn list_vehicles(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<CatalogVehicle>>, ApiError> {
+pub async fn list_vehicles(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = (!filters.is_empty()).then(|| filters.applied());
-    let result = ctx.run(move |s| catalog::list(s, &filters, page)).await?;
-    Ok(ctx.reply(Items { items: result.items }, applied, Some(result.pagination)))
+    let (json, pagination) = ctx
+        .run(move |s| {
+            let page = catalog::list(s, &filters, page);
+            Ok((encode::items(s, &page.items, encode::CATALOG_VEHICLE)?, page.pagination))
+        })
+        .await?;
+    Ok(ctx.reply_json(json, applied, Some(pagination)))
 }

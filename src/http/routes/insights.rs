@@ -7,7 +7,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::insights::{self, BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::encode;
+use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
@@ -63,12 +64,17 @@ pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Insigh
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<EfficiencyItem>>, ApiError> {
+pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = filters.applied();
-    let result = ctx.run(move |s| insights::efficiency(s, &filters, page)).await?;
-    Ok(ctx.reply(Items { items: result.items }, Some(applied), Some(result.pagination)))
+    let (json, pagination) = ctx
+        .run(move |s| {
+            let page = insights::efficiency(s, &filters, page)?;
+            Ok((encode::items(s, &page.items, encode::EFFICIENCY_ITEM)?, page.pagination))
+        })
+        .await?;
+    Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
 }
 
 /// Paginated eco score list of the filtered vehicles.
@@ -86,12 +92,17 @@ pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Ite
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<EcoScoreItem>>, ApiError> {
+pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = filters.applied();
-    let result = ctx.run(move |s| insights::eco_scores(s, &filters, page)).await?;
-    Ok(ctx.reply(Items { items: result.items }, Some(applied), Some(result.pagination)))
+    let (json, pagination) = ctx
+        .run(move |s| {
+            let page = insights::eco_scores(s, &filters, page)?;
+            Ok((encode::items(s, &page.items, encode::ECO_SCORE_ITEM)?, page.pagination))
+        })
+        .await?;
+    Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
 }
 
 /// Emissions summary of the filtered vehicles.

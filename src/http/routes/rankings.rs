@@ -9,6 +9,7 @@ use crate::engine::rankings::{
     self, Co2RankingItem, FixedRanking, FixedRankingItem, GroupBy, Metric, Order, Overview, RankingGroups, RankingItem,
     RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP,
 };
+use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::openapi::FilterQuery;
@@ -92,11 +93,11 @@ fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, Ap
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<RankingItem>>, ApiError> {
+pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let q = ranking_query(query.as_deref(), DEFAULT_TOP)?;
     let applied = q.applied(None);
-    let items = ctx.run(move |s| rankings::custom(s, &q)).await?;
-    Ok(ctx.reply(Items { items }, Some(applied), None))
+    let json = ctx.run(move |s| encode::items(s, &rankings::custom(s, &q)?, encode::RANKING_ITEM)).await?;
+    Ok(ctx.reply_json(json, Some(applied), None))
 }
 
 /// Shared body of the four grouped rankings.

@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use crate::engine::rankings::RankingItem;
 use crate::engine::vehicles::{self, RankingPositions, VehicleEcoScore, VehicleSummary, SIMILAR_DEFAULT, SIMILAR_MAX};
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::encode;
+use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::params::QueryParams;
 use crate::http::AppState;
@@ -162,13 +163,18 @@ pub async fn compare_similar(
     ctx: Ctx,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
-) -> Result<Reply<Items<RankingItem>>, ApiError> {
+) -> Result<RawReply, ApiError> {
     let id = vehicle_id(path)?;
     let params = query_params(query, &["top"])?;
     let top = params.int("top", 1, SIMILAR_MAX as i64)?.map_or(SIMILAR_DEFAULT, |t| t as u32);
-    let found = ctx.run(move |s| vehicles::similar(s, &id, top)).await?;
-    let items = found.ok_or_else(|| not_found(&id))?;
-    Ok(ctx.reply(Items { items }, Some(applied(&id, Some(top))), None))
+    let found = ctx
+        .run(move |s| match vehicles::similar(s, &id, top)? {
+            Some(rows) => encode::items(s, &rows, encode::RANKING_ITEM).map(Some),
+            None => Ok(None),
+        })
+        .await?;
+    let json = found.ok_or_else(|| not_found(&id))?;
+    Ok(ctx.reply_json(json, Some(applied(&id, Some(top))), None))
 }
 
 /// The best alternative to a base vehicle, or null when none is better.
