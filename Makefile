@@ -14,7 +14,7 @@ help:
 	@echo "make test   unit, black-box API and contract tests"
 	@echo "make contract  schemathesis against the live service (every check; venv in $(VENV)/)"
 	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
-	@echo "make bench  latency benchmark against its baselines"
+	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -37,8 +37,21 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --release --all-targets --locked -- -D warnings
 
-bench: data/catalog.parquet
-	$(CARGO) test --release --locked --test bench
+# Side-by-side benchmark (bench/run.py): the service, a static axum ceiling and DuckDB on the same
+# generated catalogs (12k/100k/1M rows, cached in target/bench/data). BENCH_SIZES=12000 for a
+# quick run. Loopback only, every load bounded; prints a table, writes target/bench/results.json.
+BENCH_VENV := .venv-bench
+CEILING := $(or $(CARGO_TARGET_DIR),target)/release/examples/ceiling
+
+bench: build $(BENCH_VENV)/.installed
+	command -v wrk >/dev/null || apt-get install -y wrk || (apt-get update && apt-get install -y wrk)
+	$(CARGO) build --release --locked --example ceiling
+	$(BENCH_VENV)/bin/python bench/run.py --binary $(BIN) --ceiling $(CEILING)
+
+$(BENCH_VENV)/.installed: bench/requirements.txt
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r bench/requirements.txt
+	touch $@
 
 # Property-based contract tests: schemathesis (pinned in tests/contract/requirements.txt,
 # installed into $(VENV)/) against the release binary serving the bundled sample.

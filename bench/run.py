@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""`make bench`: the service measured side by side, in one run, with two references.
+
+- a static ceiling (examples/ceiling.rs): axum answering precomputed bytes after checking the
+  same two credential headers — the most any server can do for a fixed answer;
+- DuckDB in-process on the same Parquet file: loading it into a table, and the same filtered
+  ranking as SQL.
+
+Catalogs of 12k / 100k / 1M rows come from the project's own generator and are cached under
+target/bench/data. Everything runs on 127.0.0.1, every load is bounded in time, and the figures
+are reported, never asserted: the run exits 0 whatever they are (non-zero only when something
+could not run). Prints one table and writes it to target/bench/results.json.
+"""
+
+import argparse
+import datetime
+import http.client
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unicodedata
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEADERS = {"X-API-Key": "demo-key", "X-API-Secret": "demo-secret"}
+SEED = 2026
+SWAP_SEED = 2027
+
+# The service before the columnar core (same machine class, 1M rows and the bundled sample):
+# the "today" figures the throughput targets are multiples of.
+BEFORE = {"summary_rps": 41.0, "catalog_rps": 69.0}
+
+
+def log(*args):
+    print(*args, file=sys.stderr, flush=True)
+
+
+def fold(text):
+    text = unicodedata.normalize("NFD", text)
+    return "".join(c for c in text if not unicodedata.category(c).startswith("M")).lower()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class Server:
+    """A server process that prints `listening on http://HOST:PORT` when ready."""
+
+    def __init__(self, argv, cwd=REPO):
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        m = re.match(r"listening on http://([\d.]+):(\d+)", line.strip())
+        if not m:
+            self.stop()
+            raise RuntimeError(f"{argv[0]} did not start: {line!r}")
+        self.host, self.port = m.group(1), int(m.group(2))
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://{self.host}:{self.port}"
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def get(conn, path, headers=HEADERS):
+    conn.request("GET", path, headers=headers)
+    res = conn.getresponse()
+    body = res.read()
+    return res.status, body
+
+
+def wait_ready(server, timeout=300):
+    """Polls the catalog until it answers 200; returns seconds since the process started."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        try:
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+            status, _ = get(conn, "/catalog/vehicles?page_size=1")
+            conn.close()
+            if status == 200:
+                return time.perf_counter() - server.started
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise RuntimeError("the service never answered")
+
+
+def version(server):
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
+    status, body = get(conn, "/readyz", headers={})
+    conn.close()
+    return json.loads(body)["dataset"]["version"] if status == 200 else None
+
+
+def p50_sequential(server, paths, count):
+    """Median latency (seconds) of `count` requests over one keep-alive connection."""
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    times = []
+    for i in range(count):
+        path = paths[i % len(paths)]
+        t = time.perf_counter()
+        status, _ = get(conn, path)
+        times.append(time.perf_counter() - t)
+        if status != 200:
+            raise RuntimeError(f"{path}: {status}")
+    conn.close()
+    return statistics.median(times)
+
+
+def wrk(url, paths, seconds, connections=32, threads=2):
+    """Requests per second and failures of wrk rotating over `paths` (keep-alive)."""
+    lua = "\n".join(
+        [
+            'wrk.headers["X-API-Key"] = "demo-key"',
+            'wrk.headers["X-API-Secret"] = "demo-secret"',
+            "local paths = {" + ",".join(json.dumps(p) for p in paths) + "}",
+            "local i = 0",
+            "request = function()",
+            "  i = i + 1",
+            '  return wrk.format("GET", paths[(i % #paths) + 1])',
+            "end",
+        ]
+    )
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
+        f.write(lua)
+        script = f.name
+    try:
+        out = subprocess.run(
+            ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s", script, url],
+            capture_output=True,
+            text=True,
+            timeout=seconds + 60,
+        ).stdout
+    finally:
+        os.unlink(script)
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    non2xx = int(m.group(1)) if (m := re.search(r"Non-2xx or 3xx responses: (\d+)", out)) else 0
+    errors = sum(int(x) for x in m.groups()) if (
+        m := re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    ) else 0
+    return {"rps": rps, "requests": total, "failed": non2xx + errors}
+
+
+# --------------------------------------------------------------------------- data
+
+
+def catalog(binary, rows, seed):
+    folder = os.path.join(REPO, "target", "bench", "data")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"catalog-{rows}-{seed}.parquet")
+    if not os.path.exists(path):
+        log(f"generating {rows} rows (seed {seed}) ...")
+        tmp = path + ".tmp"
+        subprocess.run([binary, "generate", "--rows", str(rows), "--seed", str(seed), "--out", tmp], check=True,
+                       stdout=subprocess.DEVNULL)
+        os.replace(tmp, path)
+    return path
+
+
+def arrow_bytes(path):
+    """The file's size in Arrow memory (plain strings: view types counted as their data)."""
+    table = pq.read_table(path)
+    fields = [pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f for f in table.schema]
+    return table.cast(pa.schema(fields)).nbytes
+
+
+ECO_SCORE_SQL = """
+WITH ix AS (
+  SELECT id, marca, ano,
+    CASE WHEN consumo_energetico_mj_km IS NULL THEN NULL
+         ELSE least(greatest(100 * (3.0 - consumo_energetico_mj_km) / 2.7, 0), 100) END AS e,
+    CASE WHEN co2_fossil_g_km IS NULL THEN NULL
+         ELSE least(greatest(100 * (250 - co2_fossil_g_km) / 250, 0), 100) END AS c,
+    CASE WHEN nmhc_g_km IS NULL OR co_g_km IS NULL OR nox_g_km IS NULL THEN NULL
+         ELSE least(greatest(100 * (1 - (nmhc_g_km / 0.05 + co_g_km / 1.3 + nox_g_km / 0.08) / 3), 0), 100) END AS p
+  FROM c
+  WHERE strip_accents(lower(marca)) LIKE '%' || $brand || '%' AND ano >= $ano
+), s AS (
+  SELECT id, round((0.45 * coalesce(e, 0) + 0.35 * coalesce(c, 0) + 0.20 * coalesce(p, 0))
+    / ((CASE WHEN e IS NULL THEN 0 ELSE 0.45 END) + (CASE WHEN c IS NULL THEN 0 ELSE 0.35 END)
+       + (CASE WHEN p IS NULL THEN 0 ELSE 0.20 END)), 1) AS eco_score
+  FROM ix WHERE e IS NOT NULL OR c IS NOT NULL
+)
+SELECT id, eco_score FROM s ORDER BY eco_score DESC, id ASC LIMIT 10
+"""
+
+
+# --------------------------------------------------------------------------- one size
+
+
+def bench_size(args, rows, results):
+    binary = args.binary
+    path = catalog(binary, rows, SEED)
+    swap_source = catalog(binary, rows, SWAP_SEED)
+    work = tempfile.mkdtemp(prefix="eco-bench-")
+    served = os.path.join(work, "catalog.parquet")
+    shutil.copyfile(path, served)
+    row = {"rows": rows}
+    try:
+        row["arrow_bytes"] = arrow_bytes(path)
+
+        t = time.perf_counter()
+        con = duckdb.connect()
+        con.execute("CREATE TABLE c AS SELECT * FROM read_parquet(?)", [path])
+        row["duckdb_load_s"] = time.perf_counter() - t
+        brands = sorted({fold(b.split()[0]) for (b,) in con.execute("SELECT DISTINCT marca FROM c").fetchall()})
+        years = [2015 + i for i in range(8)]
+        combos = [(b, y) for y in years for b in brands][:64]
+
+        server = Server([binary, "serve", "--bind", "127.0.0.1:0", "--data", served, "--log", "warn",
+                         "--reload-interval-ms", "100"])
+        try:
+            row["cold_start_s"] = wait_ready(server)
+            time.sleep(0.5)
+            row["rss_bytes"] = server.rss_bytes()
+
+            paths = [f"/rankings/custom?marca={b}&ano_min={y}" for b, y in combos]
+            p50_sequential(server, paths, 20)  # warm-up
+            row["custom_p50_s"] = p50_sequential(server, paths, 200)
+            times = []
+            for i in range(60):
+                b, y = combos[i % len(combos)]
+                t = time.perf_counter()
+                con.execute(ECO_SCORE_SQL, {"brand": b, "ano": y}).fetchall()
+                times.append(time.perf_counter() - t)
+            row["duckdb_custom_p50_s"] = statistics.median(times[10:])
+
+            row["custom_32"] = wrk(server.url, paths[:32], args.seconds)
+            row["summary_32"] = wrk(server.url, [f"/insights/summary?marca={b}" for b in brands], args.seconds)
+            row["catalog_32"] = wrk(server.url, [f"/catalog/vehicles?page=2&marca={b}" for b in brands], args.seconds)
+
+            if rows <= 20_000:
+                conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+                _, body = get(conn, "/rankings/most-economical")
+                conn.close()
+                with tempfile.NamedTemporaryFile("wb", suffix=".json", delete=False) as f:
+                    f.write(body)
+                    body_file = f.name
+                ceiling = Server([args.ceiling, body_file])
+                try:
+                    row["ceiling_fixed_32"] = wrk(ceiling.url, ["/rankings/most-economical"], args.seconds)
+                finally:
+                    ceiling.stop()
+                    os.unlink(body_file)
+                row["fixed_32"] = wrk(server.url, ["/rankings/most-economical"], args.seconds)
+
+            # A new export swapped in under load: time until the new version serves, failures,
+            # and the peak memory while two datasets are alive.
+            before = version(server)
+            load_seconds = max(args.seconds, int(row["cold_start_s"] * 4) + 5)
+            outcome = {}
+            loader = threading.Thread(
+                target=lambda: outcome.update(wrk(server.url, paths[:32], load_seconds)), daemon=True)
+            loader.start()
+            time.sleep(1.0)
+            staged = os.path.join(work, "incoming.parquet")
+            shutil.copyfile(swap_source, staged)
+            t = time.perf_counter()
+            os.replace(staged, served)
+            peak = server.rss_bytes()
+            swapped = None
+            while time.perf_counter() - t < load_seconds - 1:
+                peak = max(peak, server.rss_bytes())
+                if version(server) != before:
+                    swapped = time.perf_counter() - t
+                    break
+                time.sleep(0.05)
+            loader.join()
+            row["swap_s"] = swapped
+            row["swap_failed"] = outcome.get("failed")
+            row["swap_peak_rss_bytes"] = peak
+        finally:
+            server.stop()
+            con.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    results.append(row)
+    return row
+
+
+# --------------------------------------------------------------------------- report
+
+
+def ratios(row):
+    """(metric, value, reference, ratio, target text, met) lines for one size."""
+    out = []
+    mb = 1024 * 1024
+    n = row["rows"]
+
+    def add(metric, value, reference, ratio, target, met, at=None):
+        # Targets stated for one catalog size are reported without a target at the others.
+        if at is not None and n != at:
+            target, met = f"(at {at:,} rows)", None
+        out.append({"rows": n, "metric": metric, "value": value, "reference": reference, "ratio": ratio,
+                    "target": target, "met": met})
+
+    c, d = row["cold_start_s"], row["duckdb_load_s"]
+    add("cold start (s) vs DuckDB load", round(c, 2), round(d, 2), round(c / d, 2), "<= 3x", c / d <= 3, at=1_000_000)
+    a = row["arrow_bytes"]
+    add("RSS after load (MB) vs Arrow size", round(row["rss_bytes"] / mb), round(a / mb),
+        round(row["rss_bytes"] / a, 2), "<= 2x", row["rss_bytes"] <= 2 * a, at=1_000_000)
+    p, q = row["custom_p50_s"] * 1000, row["duckdb_custom_p50_s"] * 1000
+    add("filtered custom ranking p50 (ms), 1 client, vs DuckDB", round(p, 2), round(q, 2), round(p / q, 3),
+        "<= 0.5x", p / q <= 0.5, at=1_000_000)
+    rps = row["custom_32"]["rps"]
+    goal = 20 / row["duckdb_custom_p50_s"]
+    add("filtered custom ranking req/s, 32 clients", round(rps), round(goal), round(rps / goal, 2),
+        ">= 20 / DuckDB p50", rps >= goal, at=1_000_000)
+    for key, before in (("summary_32", "summary_rps"), ("catalog_32", "catalog_rps")):
+        v = row[key]["rps"]
+        add(f"{key.split('_')[0]} req/s, 32 clients, rotating brands (vs before)", round(v), BEFORE[before],
+            round(v / BEFORE[before], 1), ">= 5x", v >= 5 * BEFORE[before], at=1_000_000)
+    if "fixed_32" in row:
+        f, ceil = row["fixed_32"]["rps"], row["ceiling_fixed_32"]["rps"]
+        add("fixed answer req/s vs static ceiling", round(f), round(ceil), round(f / ceil, 2), ">= 0.70",
+            f >= 0.7 * ceil)
+        add("rotating custom rankings req/s", round(rps), 5000, round(rps / 5000, 2), ">= 5000", rps >= 5000)
+    s = row["swap_s"]
+    if s is None:
+        add("swap under load (s) vs cold start", None, round(c, 2), None, "<= 2x, 0 failed", False, at=1_000_000)
+    else:
+        add("swap under load (s) vs cold start", round(s, 2), round(c, 2), round(s / c, 2), "<= 2x, 0 failed",
+            s <= 2 * c and row["swap_failed"] == 0, at=1_000_000)
+    add("failed requests during the swap", row["swap_failed"], 0, None, "0", row["swap_failed"] == 0)
+    peak = row["swap_peak_rss_bytes"]
+    add("peak RSS during the swap (MB) vs Arrow size", round(peak / mb), round(a / mb), round(peak / a, 2),
+        "<= 4x", peak <= 4 * a, at=1_000_000)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", required=True, help="the eco-insights release binary")
+    parser.add_argument("--ceiling", required=True, help="the static ceiling example binary")
+    parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "12000,100000,1000000"))
+    parser.add_argument("--seconds", type=int, default=int(os.environ.get("BENCH_SECONDS", "5")),
+                        help="duration of each load (wrk)")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is not installed (make bench installs it)")
+
+    results = []
+    for rows in [int(s) for s in args.sizes.split(",") if s.strip()]:
+        log(f"--- {rows} rows")
+        bench_size(args, rows, results)
+
+    lines = [line for row in results for line in ratios(row)]
+    header = f"{'rows':>8}  {'metric':<62} {'value':>10} {'reference':>10} {'ratio':>7}  {'target':<18} met"
+    print(header)
+    print("-" * len(header))
+    for l in lines:
+        fmt = lambda v: "-" if v is None else str(v)
+        print(f"{l['rows']:>8}  {l['metric']:<62} {fmt(l['value']):>10} {fmt(l['reference']):>10} "
+              f"{fmt(l['ratio']):>7}  {l['target']:<18} {'-' if l['met'] is None else 'yes' if l['met'] else 'NO'}")
+    out_dir = os.path.join(REPO, "target", "bench")
+    os.makedirs(out_dir, exist_ok=True)
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "results": lines,
+        "raw": results,
+    }
+    with open(os.path.join(out_dir, "results.json"), "w") as f:
+        json.dump(report, f, indent=2)
+    log(f"written {os.path.join(out_dir, 'results.json')}")
+
+
+if __name__ == "__main__":
+    main()
