@@ -23,11 +23,6 @@ pub fn warm(snapshot: &Snapshot) {
     if let Err(e) = ops::rankings::fixed(snapshot) {
         tracing::error!(error = %e, "the fixed rankings of the new dataset could not be computed");
     }
-    // The default orders: /rankings/custom and /insights/eco-scores (eco score, best first) and
-    // /insights/efficiency (efficiency, best first).
-    for column in ["eco_score", "eficiencia_media_referencia"] {
-        if let Err(e) = snapshot.order(column, true) {
-            tracing::error!(error = %e, "an order of the new dataset could not be computed");
-        }
-    }
+    // The eco-score order (the default of /rankings/custom and /insights/eco-scores) is built
+    // with the table; the others are computed by their first request.
 }

@@ -1,6 +1,6 @@
 //! The catalog input schema (what analysts drop in `data/`) and the checks an export must pass.
 
-use std::collections::HashMap;
+use rayon::slice::ParallelSliceMut;
 use std::fmt;
 
 use polars::prelude::*;
@@ -263,17 +263,20 @@ fn check_ids(column: &Column, problems: &mut Vec<Problem>) {
     duplicate_rows(&parsed, problems);
 }
 
-/// Reports every row whose id was already used by an earlier row.
+/// Reports every row whose id was already used by an earlier row (ids sorted with their rows,
+/// so a repeated id is next to its first use).
 pub fn duplicate_rows(ids: &[(Uuid, usize)], problems: &mut Vec<Problem>) {
-    let mut first_seen: HashMap<Uuid, usize> = HashMap::with_capacity(ids.len());
+    let mut sorted = ids.to_vec();
+    sorted.par_sort_unstable();
     let mut dups = Vec::new();
-    for &(id, row) in ids {
-        if let Some(first) = first_seen.get(&id) {
-            dups.push((row, *first, id));
-        } else {
-            first_seen.insert(id, row);
+    let mut first: Option<(Uuid, usize)> = None;
+    for &(id, row) in &sorted {
+        match first {
+            Some((f, first_row)) if f == id => dups.push((row, first_row, id)),
+            _ => first = Some((id, row)),
         }
     }
+    dups.sort_unstable();
     for &(row, first, id) in dups.iter().take(MAX_ROWS_PER_RULE) {
         problems.push(Problem::cell(ID, row, format!("duplicate id {id} (first used in row {})", first + 1)));
     }

@@ -12,11 +12,10 @@ use rayon::slice::ParallelSliceMut;
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::publish::published;
-use super::schema::{dictionary_dtype, COLUMNS, ID};
+use super::publish::round_published;
+use super::schema::{dictionary_dtype, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
-use super::views::DERIVED_COLUMNS;
 
 /// A dataset-only value, or why it could not be computed.
 type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
@@ -83,15 +82,20 @@ pub struct Vehicle {
 pub const ORDERED: [&str; 5] =
     ["eco_score", "consumo_referencia", "co2_referencia_g_km", "autonomia_km", "eficiencia_media_referencia"];
 
-/// The served columns, in catalog order, one chunk each: the input columns (but `id`, kept as
-/// [`Table::ids`]), the published metrics, the eco-score positions, [`ROW`] and [`ID_RANK`].
+/// The served columns, in the export's row order: the input columns (but `id`, kept as
+/// [`Table::id_at`]), the published metrics, the eco-score positions, [`ROW`] and [`ID_RANK`].
 /// Nothing else the views computed is kept. Every per-vehicle answer reads its row from these
-/// columns by index; text filters are resolved through the [`TextIndex`].
+/// columns by index; text filters are resolved through the [`TextIndex`]; the catalog order is
+/// a permutation of the rows.
 #[derive(Debug)]
 pub struct Table {
     frame: DataFrame,
     ids: Vec<Uuid>,
-    by_id: HashMap<Uuid, u32>,
+    /// The rows by id (ascending): a binary search finds a vehicle.
+    by_id: Vec<u32>,
+    /// The rows in catalog order, and each row's position in it.
+    catalog: Vec<u32>,
+    catalog_position: Vec<u32>,
     cols: Cols,
     anos: Vec<i32>,
     pub index: TextIndex,
@@ -122,12 +126,23 @@ impl Table {
     /// dictionaries and the year column.
     pub fn estimated_bytes(&self) -> usize {
         let n = self.len();
-        self.frame.estimated_size() + n * (16 + 24 + 4) + self.index.estimated_bytes()
+        self.frame.estimated_size() + n * (16 + 4 + 4 + 4 + 4) + self.index.estimated_bytes()
     }
 
     /// The row of a vehicle id.
     pub fn row_of(&self, id: &Uuid) -> Option<u32> {
-        self.by_id.get(id).copied()
+        let k = self.by_id.binary_search_by(|&r| self.ids[r as usize].cmp(id)).ok()?;
+        Some(self.by_id[k])
+    }
+
+    /// The rows in catalog order: marca, modelo, versao (byte order), ano descending, id.
+    pub fn catalog_order(&self) -> &[u32] {
+        &self.catalog
+    }
+
+    /// Sorts rows into catalog order.
+    pub fn sort_catalog(&self, rows: &mut [u32]) {
+        rows.sort_unstable_by_key(|&r| self.catalog_position[r as usize]);
     }
 
     /// The id of a row.
@@ -247,18 +262,39 @@ impl Table {
         }
     }
 
-    /// Builds the table from the collected final view of the SQL views.
+    /// Builds the table from the collected final view of the SQL views (its served columns).
     pub fn build(view: DataFrame) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
-        let (frame, ids) = served(view)?;
-        tracing::debug!(ms = t.elapsed().as_millis() as u64, "served frame");
-        let by_id = ids.iter().enumerate().map(|(i, id)| (*id, i as u32)).collect();
-        let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
-        tracing::debug!(ms = t.elapsed().as_millis() as u64, "ids");
-        let cols = Cols::new(&frame)?;
+        let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
+        let mut frame = view;
+        let ids = parse_ids(&frame)?;
+        let (by_id, id_rank) = rank_ids(&ids);
+        let _ = frame.drop_in_place(ID)?;
+        if frame.column("eco_faixa")?.dtype().is_string() {
+            let band = frame.column("eco_faixa")?.cast(&dictionary_dtype())?;
+            frame.with_column(band)?;
+        }
+        frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
+        let mut frame = frame.with_row_index(ROW.into(), None)?;
+        if frame.columns().iter().any(|c| c.n_chunks() > 16) {
+            frame.rechunk_mut();
+        }
+        tracing::debug!(ms = ms(t), "ids");
         let index = TextIndex::build(&frame)?;
-        tracing::debug!(ms = t.elapsed().as_millis() as u64, "text index");
-        Ok(Table { frame, ids, by_id, cols, anos, index, orders: Default::default(), memo: Mutex::default() })
+        tracing::debug!(ms = ms(t), "text index");
+        let eco_order = positions(&mut frame, &index)?;
+        tracing::debug!(ms = ms(t), "positions");
+        let catalog = catalog_permutation(&frame)?;
+        let mut catalog_position = vec![0u32; catalog.len()];
+        for (position, &row) in catalog.iter().enumerate() {
+            catalog_position[row as usize] = position as u32;
+        }
+        tracing::debug!(ms = ms(t), "catalog order");
+        let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+        let cols = Cols::new(&frame)?;
+        let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
+        let _ = orders[0][1].set(Ok(eco_order));
+        Ok(Table { frame, ids, by_id, catalog, catalog_position, cols, anos, index, orders, memo: Mutex::default() })
     }
 }
 
@@ -268,96 +304,125 @@ pub fn row_numbers(df: &DataFrame) -> PolarsResult<Vec<u32>> {
     Ok(rows.u32()?.iter().flatten().collect())
 }
 
-/// The served frame and its ids, in catalog order: positions added, every column the views
-/// computed for their own use dropped, ids ranked (so every tie-breaker compares integers), low
-/// cardinality text dictionary-encoded, one chunk per column.
-fn served(view: DataFrame) -> PolarsResult<(DataFrame, Vec<Uuid>)> {
-    let rank = |e: Expr| e.rank(RankOptions { method: RankMethod::Min, descending: true }, None).cast(DataType::UInt32);
-    let scored = col("eco_score").count().cast(DataType::Float64);
-    let global = col("posicao_global").cast(DataType::Float64);
-    let mut keep: Vec<Expr> = vec![col(ID)];
-    keep.extend(COLUMNS.iter().map(|c| col(c.name)));
-    keep.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
-    let df = view
-        .lazy()
-        .select(keep)
-        .with_columns([
-            rank(col("eco_score")).alias("posicao_global"),
-            rank(col("eco_score")).over([col("categoria")])?.alias("posicao_categoria"),
-            rank(col("eco_score")).over([col("combustivel_tipo")])?.alias("posicao_combustivel"),
-        ])
-        .with_column(
-            when(col("eco_score").is_null())
-                .then(lit(NULL).cast(DataType::Float64))
-                .when(scored.clone().eq(lit(1.0)))
-                .then(lit(100.0))
-                .otherwise(published(lit(100.0) * (scored.clone() - global) / (scored - lit(1.0)), 1))
-                .alias("percentil"),
-        )
-        .collect()?;
-
-    // Ids as UUIDs: a UUID's byte order is the order of its lower-case text, so ranking the
-    // parsed values ranks the ids.
-    let ids: Vec<Uuid> = df
-        .column(ID)?
-        .str()?
+/// The ids of the view's rows.
+fn parse_ids(view: &DataFrame) -> PolarsResult<Vec<Uuid>> {
+    let ids = view.column(ID)?.cast(&DataType::String)?;
+    ids.str()?
         .iter()
         .map(|v| {
             let v = v.unwrap_or_default();
             Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
         })
-        .collect::<PolarsResult<_>>()?;
+        .collect()
+}
+
+/// The rows sorted by id, and each row's rank in that order. A UUID's byte order is the order of
+/// its lower-case text, so ranking the parsed values ranks the ids.
+fn rank_ids(ids: &[Uuid]) -> (Vec<u32>, Vec<u32>) {
     let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
     by_id.par_sort_unstable_by_key(|&i| ids[i as usize]);
     let mut id_rank = vec![0u32; ids.len()];
     for (rank, &i) in by_id.iter().enumerate() {
         id_rank[i as usize] = rank as u32;
     }
-
-    let order = catalog_permutation(&df, &id_rank)?;
-    let ids: Vec<Uuid> = order.iter().map(|&i| ids[i as usize]).collect();
-    let id_rank: Vec<u32> = order.iter().map(|&i| id_rank[i as usize]).collect();
-    // Column by column: each is gathered into catalog order (one chunk) and its unordered source
-    // released before the next, so the peak is one frame plus one column.
-    let order = IdxCa::from_vec(PlSmallStr::EMPTY, order);
-    let mut df = df;
-    let names: Vec<PlSmallStr> = df.get_column_names_owned();
-    let mut columns: Vec<Column> = Vec::with_capacity(names.len() + 2);
-    for name in names {
-        let source = df.drop_in_place(&name)?;
-        if name == ID {
-            continue;
-        }
-        let mut column = source.take(&order)?;
-        drop(source);
-        // The inputs arrive dictionary-encoded (see `load::prepare`); the band is encoded here.
-        if name == "eco_faixa" && column.dtype().is_string() {
-            column = column.cast(&dictionary_dtype())?;
-        }
-        columns.push(column);
-    }
-    columns.push(Column::new(ID_RANK.into(), id_rank));
-    let mut df = DataFrame::new_infer_height(columns)?.with_row_index(ROW.into(), None)?;
-    df.rechunk_mut();
-    Ok((df, ids))
+    (by_id, id_rank)
 }
 
-/// The catalog order as a permutation of the frame's rows: marca, modelo, versao (byte order),
-/// ano descending, then id ascending (`id_rank`). Brand and model compare as the rank of their
-/// distinct values, so most comparisons are between integers.
-fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>> {
-    fn lexical_ranks(values: &TextValues) -> Vec<u32> {
-        let mut distinct: Vec<&str> =
-            (0..values.len()).map(|i| values.get(i).unwrap_or("")).collect::<PlHashSet<_>>().into_iter().collect();
-        distinct.sort_unstable();
-        let rank: PlHashMap<&str, u32> = distinct.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
-        (0..values.len()).map(|i| rank[values.get(i).unwrap_or("")]).collect()
+/// Adds the eco-score positions (competition ranking, best = 1: ties on the published score
+/// share the lowest position) overall, within the categoria and within the combustivel_tipo, and
+/// the percentile 100 × (N − global) / (N − 1) (100 when N = 1). One pass over the rows ordered
+/// by score; that order (score descending, id ascending) is returned for reuse.
+fn positions(frame: &mut DataFrame, index: &TextIndex) -> PolarsResult<Vec<u32>> {
+    let n = frame.height();
+    let scores: Vec<Option<f64>> = frame.column("eco_score")?.cast(&DataType::Float64)?.f64()?.iter().collect();
+    let id_rank: Vec<u32> = frame.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
+    let mut order: Vec<u32> = (0..n as u32).filter(|&r| scores[r as usize].is_some()).collect();
+    order.par_sort_unstable_by(|&a, &b| {
+        let (a, b) = (a as usize, b as usize);
+        scores[b].unwrap_or_default().total_cmp(&scores[a].unwrap_or_default()).then(id_rank[a].cmp(&id_rank[b]))
+    });
+    let scored = order.len();
+    let mut global = vec![None::<u32>; n];
+    let mut percentil = vec![None::<f64>; n];
+    let group = |column: &str| -> PolarsResult<Vec<Option<u32>>> {
+        let c = index.column(column).ok_or_else(|| polars_err!(ComputeError: "no {column} index"))?;
+        let mut out = vec![None; n];
+        // Per code: members seen so far, and the last score with its position.
+        let mut seen: Vec<(u32, f64, u32)> = vec![(0, f64::NAN, 0); c.values().len()];
+        for &r in &order {
+            let Some(code) = c.code_at(r) else { continue };
+            let score = scores[r as usize].unwrap_or_default();
+            let entry = &mut seen[code as usize];
+            entry.0 += 1;
+            if entry.1 != score {
+                entry.1 = score;
+                entry.2 = entry.0;
+            }
+            out[r as usize] = Some(entry.2);
+        }
+        Ok(out)
+    };
+    let (mut last, mut position) = (f64::NAN, 0u32);
+    for (i, &r) in order.iter().enumerate() {
+        let score = scores[r as usize].unwrap_or_default();
+        if score != last {
+            last = score;
+            position = i as u32 + 1;
+        }
+        global[r as usize] = Some(position);
+        percentil[r as usize] = Some(if scored == 1 {
+            100.0
+        } else {
+            round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), 1)
+        });
     }
+    let categoria = group("categoria")?;
+    let combustivel = group("combustivel_tipo")?;
+    frame.with_column(Column::new("posicao_global".into(), global))?;
+    frame.with_column(Column::new("posicao_categoria".into(), categoria))?;
+    frame.with_column(Column::new("posicao_combustivel".into(), combustivel))?;
+    frame.with_column(Column::new("percentil".into(), percentil))?;
+    Ok(order)
+}
+
+/// The catalog order as a permutation of the rows: marca, modelo, versao (byte order), ano
+/// descending, then id ascending. Brand and model compare as the rank of their distinct values
+/// (ranked once per dictionary entry), so most comparisons are between integers.
+fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
+    let lexical_ranks = |values: &TextValues| -> Vec<u32> {
+        match values {
+            TextValues::Dictionary(codes, mapping) => {
+                let size = codes.iter().flatten().max().map_or(0, |m| m as usize + 1);
+                let mut seen = vec![false; size];
+                for c in codes.iter().flatten() {
+                    seen[c as usize] = true;
+                }
+                let mut present: Vec<u32> = (0..size as u32).filter(|c| seen[*c as usize]).collect();
+                present.sort_unstable_by(|a, b| mapping.cat_to_str(*a).cmp(&mapping.cat_to_str(*b)));
+                let mut rank = vec![0u32; size];
+                for (i, code) in present.iter().enumerate() {
+                    rank[*code as usize] = i as u32;
+                }
+                codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
+            }
+            TextValues::Plain(_) => {
+                let mut distinct: Vec<&str> = (0..values.len())
+                    .map(|i| values.get(i).unwrap_or(""))
+                    .collect::<PlHashSet<_>>()
+                    .into_iter()
+                    .collect();
+                distinct.sort_unstable();
+                let rank: PlHashMap<&str, u32> = distinct.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
+                (0..values.len()).map(|i| rank[values.get(i).unwrap_or("")]).collect()
+            }
+        }
+    };
     let marca = lexical_ranks(&TextValues::of(df.column("marca")?)?);
     let modelo = lexical_ranks(&TextValues::of(df.column("modelo")?)?);
-    let versao = df.column("versao")?.str()?;
-    let versao: Vec<&str> = versao.iter().map(|v| v.unwrap_or("")).collect();
+    let versao = TextValues::of(df.column("versao")?)?;
+    let versao: Vec<&str> = (0..versao.len()).map(|i| versao.get(i).unwrap_or("")).collect();
     let ano: Vec<i32> = df.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+    let id_rank: Vec<u32> = df.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
     let mut order: Vec<u32> = (0..df.height() as u32).collect();
     order.par_sort_unstable_by(|&a, &b| {
         let (a, b) = (a as usize, b as usize);
