@@ -72,15 +72,17 @@ pub fn validate_file(path: &Path) -> Result<usize, LoadError> {
 /// Checks a raw export and returns it with canonical columns (in schema order, extra columns
 /// dropped), NaN as nulls, ids present, and the folded fuel name the views read added.
 pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
+    let started = Instant::now();
     let mut problems = schema::check(&raw);
     if !problems.is_empty() {
         return Err(problems);
     }
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "schema checked");
     let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
 
     let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
     if raw.column(ID).is_ok() {
-        exprs.push(col(ID).cast(DataType::String).str().to_lowercase());
+        exprs.push(col(ID).cast(DataType::String));
     }
     for spec in COLUMNS {
         let dtype = if spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name) {
@@ -114,6 +116,7 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
         df.insert_column(0, Column::new(ID.into(), text)).map_err(internal)?;
     }
 
+    tracing::debug!(ms = started.elapsed().as_millis() as u64, "columns typed");
     let fuel = fuel_fold(&df).map_err(internal)?;
     df.with_column(fuel).map_err(internal)?;
     Ok(df)

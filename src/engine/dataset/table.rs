@@ -417,23 +417,31 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
             }
         }
     };
-    let marca = lexical_ranks(&TextValues::of(df.column("marca")?)?);
-    let modelo = lexical_ranks(&TextValues::of(df.column("modelo")?)?);
-    let versao = TextValues::of(df.column("versao")?)?;
-    let versao: Vec<&str> = (0..versao.len()).map(|i| versao.get(i).unwrap_or("")).collect();
-    let ano: Vec<i32> = df.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
-    let id_rank: Vec<u32> = df.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
-    let mut order: Vec<u32> = (0..df.height() as u32).collect();
-    order.par_sort_unstable_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        marca[a]
-            .cmp(&marca[b])
-            .then(modelo[a].cmp(&modelo[b]))
-            .then_with(|| versao[a].cmp(versao[b]))
-            .then(ano[b].cmp(&ano[a]))
-            .then(id_rank[a].cmp(&id_rank[b]))
+    let (marca, modelo, versao) = std::thread::scope(|scope| {
+        let marca = scope.spawn(|| TextValues::of(df.column("marca")?).map(|v| lexical_ranks(&v)));
+        let modelo = scope.spawn(|| TextValues::of(df.column("modelo")?).map(|v| lexical_ranks(&v)));
+        let versao = df.column("versao").and_then(TextValues::of).map(|v| lexical_ranks(&v));
+        let join = |h: std::thread::ScopedJoinHandle<'_, PolarsResult<Vec<u32>>>| {
+            h.join().unwrap_or_else(|_| Err(polars_err!(ComputeError: "catalog order thread failed")))
+        };
+        (join(marca), join(modelo), versao)
     });
-    Ok(order)
+    let (marca, modelo, versao) = (marca?, modelo?, versao?);
+    let ano = df.column("ano")?.i32()?;
+    let id_rank = df.column(ID_RANK)?.u32()?;
+    // One integer key per row: brand, model and version ranks, the year descending and the id
+    // rank, most significant first (16 + 24 + 24 + 16 + 32 bits).
+    let key = |i: usize| -> u128 {
+        let ano_desc = (u16::MAX as i64 - ano.get(i).unwrap_or_default() as i64).clamp(0, u16::MAX as i64) as u128;
+        ((marca[i] as u128) << 96)
+            | ((modelo[i] as u128) << 72)
+            | ((versao[i] as u128) << 48)
+            | (ano_desc << 32)
+            | id_rank.get(i).unwrap_or_default() as u128
+    };
+    let mut keyed: Vec<(u128, u32)> = (0..df.height()).map(|i| (key(i), i as u32)).collect();
+    keyed.par_sort_unstable();
+    Ok(keyed.into_iter().map(|(_, row)| row).collect())
 }
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
