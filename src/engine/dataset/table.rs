@@ -82,20 +82,17 @@ pub struct Vehicle {
 pub const ORDERED: [&str; 5] =
     ["eco_score", "consumo_referencia", "co2_referencia_g_km", "autonomia_km", "eficiencia_media_referencia"];
 
-/// The served columns, in the export's row order: the input columns (but `id`, kept as
-/// [`Table::id_at`]), the published metrics, the eco-score positions, [`ROW`] and [`ID_RANK`].
-/// Nothing else the views computed is kept. Every per-vehicle answer reads its row from these
-/// columns by index; text filters are resolved through the [`TextIndex`]; the catalog order is
-/// a permutation of the rows.
+/// The served columns, rows in catalog order (marca, modelo, versao byte-wise, ano descending,
+/// id): the input columns (but `id`, kept as [`Table::id_at`]), the published metrics, the
+/// eco-score positions, [`ROW`] and [`ID_RANK`]. Nothing else the views computed is kept. Every
+/// per-vehicle answer reads its row from these columns by index; text filters are resolved
+/// through the [`TextIndex`].
 #[derive(Debug)]
 pub struct Table {
     frame: DataFrame,
     ids: Vec<Uuid>,
     /// The rows by id (ascending): a binary search finds a vehicle.
     by_id: Vec<u32>,
-    /// The rows in catalog order, and each row's position in it.
-    catalog: Vec<u32>,
-    catalog_position: Vec<u32>,
     cols: Cols,
     anos: Vec<i32>,
     pub index: TextIndex,
@@ -126,23 +123,13 @@ impl Table {
     /// dictionaries and the year column.
     pub fn estimated_bytes(&self) -> usize {
         let n = self.len();
-        self.frame.estimated_size() + n * (16 + 4 + 4 + 4 + 4) + self.index.estimated_bytes()
+        self.frame.estimated_size() + n * (16 + 4 + 4) + self.index.estimated_bytes()
     }
 
     /// The row of a vehicle id.
     pub fn row_of(&self, id: &Uuid) -> Option<u32> {
         let k = self.by_id.binary_search_by(|&r| self.ids[r as usize].cmp(id)).ok()?;
         Some(self.by_id[k])
-    }
-
-    /// The rows in catalog order: marca, modelo, versao (byte order), ano descending, id.
-    pub fn catalog_order(&self) -> &[u32] {
-        &self.catalog
-    }
-
-    /// Sorts rows into catalog order.
-    pub fn sort_catalog(&self, rows: &mut [u32]) {
-        rows.sort_unstable_by_key(|&r| self.catalog_position[r as usize]);
     }
 
     /// The id of a row.
@@ -275,27 +262,57 @@ impl Table {
             frame.with_column(band)?;
         }
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
-        let mut frame = frame.with_row_index(ROW.into(), None)?;
-        if frame.columns().iter().any(|c| c.n_chunks() > 16) {
-            frame.rechunk_mut();
-        }
         tracing::debug!(ms = ms(t), "ids");
-        let index = TextIndex::build(&frame)?;
+
+        // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
+        // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
+        let catalog = catalog_permutation(&frame)?;
+        let mut position = vec![0u32; catalog.len()];
+        for (p, &row) in catalog.iter().enumerate() {
+            position[row as usize] = p as u32;
+        }
+        let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
+        let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
+        drop(position);
+        let frame = reorder(frame, catalog)?;
+        let mut frame = frame.with_row_index(ROW.into(), None)?;
+        tracing::debug!(ms = ms(t), "catalog order");
+
+        let identity: Vec<u32> = (0..frame.height() as u32).collect();
+        let index = TextIndex::build(&frame, &identity)?;
+        drop(identity);
         tracing::debug!(ms = ms(t), "text index");
         let eco_order = positions(&mut frame, &index)?;
         tracing::debug!(ms = ms(t), "positions");
-        let catalog = catalog_permutation(&frame)?;
-        let mut catalog_position = vec![0u32; catalog.len()];
-        for (position, &row) in catalog.iter().enumerate() {
-            catalog_position[row as usize] = position as u32;
-        }
-        tracing::debug!(ms = ms(t), "catalog order");
         let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
         let cols = Cols::new(&frame)?;
         let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
         let _ = orders[0][1].set(Ok(eco_order));
-        Ok(Table { frame, ids, by_id, catalog, catalog_position, cols, anos, index, orders, memo: Mutex::default() })
+        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: Mutex::default() })
     }
+}
+
+/// The frame's rows put in `order`, two columns at a time, each unordered source released as
+/// soon as it is gathered: the peak is one frame plus two columns.
+fn reorder(mut frame: DataFrame, order: Vec<u32>) -> PolarsResult<DataFrame> {
+    let order = IdxCa::from_vec(PlSmallStr::EMPTY, order);
+    let names: Vec<PlSmallStr> = frame.get_column_names_owned();
+    let mut columns: Vec<Column> = Vec::with_capacity(names.len() + 1);
+    for pair in names.chunks(2) {
+        let sources: Vec<Column> = pair.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
+        let gathered: Vec<PolarsResult<Column>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = sources.iter().map(|c| scope.spawn(|| c.take(&order))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(polars_err!(ComputeError: "reorder thread failed"))))
+                .collect()
+        });
+        drop(sources);
+        for c in gathered {
+            columns.push(c?);
+        }
+    }
+    DataFrame::new_infer_height(columns)
 }
 
 /// The row numbers of a frame's [`ROW`] column.

@@ -80,25 +80,50 @@ pub struct TextColumn {
 }
 
 impl TextColumn {
-    fn build(param: &'static str, column: &'static str, values: &TextValues) -> TextColumn {
-        let mut lookup: PlHashMap<&str, u32> = PlHashMap::new();
+    /// The dictionary of one column; `order` lists the rows in catalog order, so each code's
+    /// rows come out in that order.
+    fn build(param: &'static str, column: &'static str, values: &TextValues, order: &[u32]) -> TextColumn {
         let mut distinct: Vec<&str> = Vec::new();
-        let mut codes = Vec::with_capacity(values.len());
+        let mut codes = vec![NULL_CODE; values.len()];
         let mut rows: Vec<Vec<u32>> = Vec::new();
-        for row in 0..values.len() {
-            let v = values.get(row);
-            let code = match v {
-                None => NULL_CODE,
-                Some(v) => *lookup.entry(v).or_insert_with(|| {
-                    distinct.push(v);
-                    rows.push(Vec::new());
-                    (distinct.len() - 1) as u32
-                }),
-            };
-            if code != NULL_CODE {
-                rows[code as usize].push(row as u32);
+        fn code_of<'v>(v: &'v str, distinct: &mut Vec<&'v str>, rows: &mut Vec<Vec<u32>>) -> u32 {
+            distinct.push(v);
+            rows.push(Vec::new());
+            (distinct.len() - 1) as u32
+        }
+        match values {
+            // Already a dictionary: its codes map to ours through a table.
+            TextValues::Dictionary(physical, mapping) => {
+                let mut ours: Vec<u32> = Vec::new();
+                for &row in order {
+                    let Some(p) = physical.get(row as usize) else { continue };
+                    if ours.len() <= p as usize {
+                        ours.resize(p as usize + 1, NULL_CODE);
+                    }
+                    if ours[p as usize] == NULL_CODE {
+                        ours[p as usize] = code_of(mapping.cat_to_str(p).unwrap_or(""), &mut distinct, &mut rows);
+                    }
+                    let code = ours[p as usize];
+                    rows[code as usize].push(row);
+                    codes[row as usize] = code;
+                }
             }
-            codes.push(code);
+            TextValues::Plain(_) => {
+                let mut lookup: PlHashMap<&str, u32> = PlHashMap::new();
+                for &row in order {
+                    let Some(v) = values.get(row as usize) else { continue };
+                    let code = match lookup.get(v) {
+                        Some(c) => *c,
+                        None => {
+                            let c = code_of(v, &mut distinct, &mut rows);
+                            lookup.insert(v, c);
+                            c
+                        }
+                    };
+                    rows[code as usize].push(row);
+                    codes[row as usize] = code;
+                }
+            }
         }
         let folded = distinct.iter().map(|v| fold(v)).collect();
         let values = distinct.into_iter().map(str::to_string).collect();
@@ -115,7 +140,7 @@ impl TextColumn {
         Some(self.codes[row as usize]).filter(|c| *c != NULL_CODE)
     }
 
-    /// The rows holding a code, ascending.
+    /// The rows holding a code, in catalog order.
     pub fn rows(&self, code: u32) -> &[u32] {
         &self.rows[code as usize]
     }
@@ -139,7 +164,8 @@ pub struct TextIndex {
 
 impl TextIndex {
     /// Builds the dictionaries of a frame's filterable columns (two at a time).
-    pub fn build(df: &DataFrame) -> PolarsResult<TextIndex> {
+    /// `order`: the rows in catalog order (every code's rows are listed in it).
+    pub fn build(df: &DataFrame, order: &[u32]) -> PolarsResult<TextIndex> {
         let inputs: Vec<(&'static str, &'static str, TextValues)> = FOLDED
             .iter()
             .map(|(param, column)| Ok((*param, *column, TextValues::of(df.column(column)?)?)))
@@ -147,8 +173,9 @@ impl TextIndex {
         let columns = std::thread::scope(|scope| {
             let half = inputs.len() / 2;
             let (a, b) = inputs.split_at(half);
-            let other = scope.spawn(move || a.iter().map(|(p, c, v)| TextColumn::build(p, c, v)).collect::<Vec<_>>());
-            let mut second: Vec<TextColumn> = b.iter().map(|(p, c, v)| TextColumn::build(p, c, v)).collect();
+            let other =
+                scope.spawn(move || a.iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect::<Vec<_>>());
+            let mut second: Vec<TextColumn> = b.iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect();
             let mut first = other.join().expect("dictionary thread");
             first.append(&mut second);
             first
@@ -184,6 +211,7 @@ pub struct Matcher<'a> {
 
 impl<'a> Matcher<'a> {
     /// `text`: (column, folded needle) pairs; `ano`: inclusive year bounds.
+    /// `text`: (column, folded needle) pairs; `ano`: inclusive year bounds.
     pub fn new(index: &'a TextIndex, anos: &'a [i32], text: &[(&str, &str)], ano: Option<(i32, i32)>) -> Matcher<'a> {
         let text =
             text.iter().filter_map(|(column, needle)| index.column(column).map(|c| (c, c.matching(needle)))).collect();
@@ -201,8 +229,8 @@ impl<'a> Matcher<'a> {
         self.text.iter().all(|(c, allowed)| c.code_at(row).is_some_and(|code| allowed[code as usize]))
     }
 
-    /// The rows (ascending) of the most selective text filter, a superset of the matching rows;
-    /// `None` without a text filter.
+    /// The rows (ascending: the table's rows are in catalog order) of the most selective text
+    /// filter, a superset of the matching rows; `None` without a text filter.
     pub fn candidates(&self) -> Option<Vec<u32>> {
         let size = |(c, allowed): &(&TextColumn, Vec<bool>)| -> usize {
             allowed.iter().enumerate().filter(|(_, a)| **a).map(|(code, _)| c.rows[code].len()).sum()
@@ -263,7 +291,8 @@ mod tests {
             "transmissao_tipo" => [Some("Manual"), None, Some("CVT"), Some("Manual")],
         )
         .unwrap();
-        let index = TextIndex::build(&df).unwrap();
+        let identity: Vec<u32> = (0..4).collect();
+        let index = TextIndex::build(&df, &identity).unwrap();
         let marca = index.column("marca").unwrap();
         assert_eq!(marca.values(), ["Fiat", "FIAT", "Citroën"]);
         assert_eq!(marca.rows(0), [0, 3]);

@@ -53,16 +53,12 @@ impl From<&Vehicle> for CatalogVehicle {
 }
 
 /// One page of the filtered catalog in catalog order (marca, modelo, versao byte-wise, ano
-/// descending, id): the rows of the page. The table keeps that order as a permutation, so an
-/// unfiltered page is a slice of it and a filtered one sorts only the matching rows by their
-/// catalog position.
+/// descending, id): the rows of the page. The table stores its rows in that order and a
+/// selection keeps it, so a page is a slice: no per-request sort.
 pub fn list(table: &Table, filters: &Filters, page: PageRequest) -> Page<u32> {
     let (rows, total): (Vec<u32>, usize) = match table.selection(&filters.rows()) {
-        None => (table.catalog_order()[page.range(table.len())].to_vec(), table.len()),
-        Some(mut rows) => {
-            table.sort_catalog(&mut rows);
-            (rows[page.range(rows.len())].to_vec(), rows.len())
-        }
+        None => (page.range(table.len()).map(|r| r as u32).collect(), table.len()),
+        Some(rows) => (rows[page.range(rows.len())].to_vec(), rows.len()),
     };
     Page { items: rows, pagination: page.pagination(total) }
 }
