@@ -117,7 +117,7 @@ impl Reloader {
         let warm = self.warm;
         let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
-        let work = tokio::task::spawn_blocking(move || -> Result<Option<_>, String> {
+        let work = move || -> Result<Option<_>, String> {
             let bytes = std::fs::read(&data)
                 .map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
             // The views are read on every reload, so edited formulas apply even when the export
@@ -129,8 +129,18 @@ impl Reloader {
             let snapshot = load::load_bytes(&bytes, &data, &views).map_err(|e| e.to_string())?;
             warm(&snapshot);
             Ok(Some(snapshot))
+        };
+        // A thread of its own, at the process's normal priority (the threads serving requests run
+        // below it, see `main`), so a load under full traffic is not starved of CPU.
+        let (done, result) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
+            let _ = done.send(work());
         });
-        match work.await {
+        let outcome = match spawned {
+            Ok(_) => result.await.map_err(|_| "the reload thread stopped before finishing".to_string()),
+            Err(e) => Err(format!("cannot start the reload thread: {e}")),
+        };
+        match outcome {
             Ok(Ok(Some(snapshot))) => {
                 let (version, rows, bytes) =
                     (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
@@ -147,7 +157,7 @@ impl Reloader {
                 Outcome::Refused
             }
             Err(e) => {
-                tracing::error!(file = %self.data.display(), error = %e, "dataset reload crashed; the previous one keeps serving");
+                tracing::error!(file = %self.data.display(), error = %e, "dataset reload failed; the previous one keeps serving");
                 Outcome::Refused
             }
         }
