@@ -7,4 +7,5 @@
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod priority;
 pub mod sample;

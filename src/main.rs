@@ -23,22 +23,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// cores (Polars parallelises inside a plan) and each keeps allocator caches of its own.
 const BLOCKING_THREADS: usize = 4;
 
-/// How much lower (in nice steps) the threads serving requests run than the rest of the
-/// process. It matters only when the CPU is saturated: a new export is then still prepared at
-/// full speed (the reload thread and Polars' pool keep the normal priority), so a swap under
-/// heavy traffic is not starved, while requests keep being answered.
-const SERVING_NICE: i32 = 10;
-
-fn serving_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: plain system calls on the calling thread; a failure only leaves the priority as is.
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        let now = libc::getpriority(libc::PRIO_PROCESS, tid);
-        libc::setpriority(libc::PRIO_PROCESS, tid, now + SERVING_NICE);
-    }
-}
-
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (its C header's enum order).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
@@ -123,7 +107,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
-        .on_thread_start(serving_priority)
+        .on_thread_start(eco_insights::priority::register_serving_thread)
+        .on_thread_stop(eco_insights::priority::unregister_serving_thread)
         .enable_all()
         .build()?;
     runtime.block_on(async move {

@@ -121,7 +121,7 @@ impl FromRequestParts<AppState> for Ctx {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let snapshot = state.store().current().ok_or(ApiError::Unavailable)?;
-        let request_id = parts.extensions.get::<RequestId>().map_or_else(Uuid::new_v4, |r| r.0);
+        let request_id = parts.extensions.get::<RequestId>().map_or_else(super::middleware::request_id, |r| r.0);
         Ok(Ctx { snapshot, request_id })
     }
 }

@@ -118,6 +118,8 @@ impl Reloader {
         let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
+            // Requests keep being served meanwhile, a little behind the load when CPU is short.
+            let _yields = crate::priority::serving_yields();
             let bytes = std::fs::read(&data)
                 .map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
             // The views are read on every reload, so edited formulas apply even when the export
@@ -130,8 +132,8 @@ impl Reloader {
             warm(&snapshot);
             Ok(Some(snapshot))
         };
-        // A thread of its own, at the process's normal priority (the threads serving requests run
-        // below it, see `main`), so a load under full traffic is not starved of CPU.
+        // A thread of its own, at the process's normal priority (the threads serving requests
+        // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
         let (done, result) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
             let _ = done.send(work());
