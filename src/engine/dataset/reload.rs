@@ -14,6 +14,10 @@ use super::views::{CostConfig, Views};
 /// How long a changed file must stay unchanged before it is read.
 const SETTLE: Duration = Duration::from_millis(300);
 
+/// The same for a file that replaced the previous one (another inode: a rename, which exposes
+/// only complete files); short, so a burst of changes is still read once.
+const SETTLE_RENAMED: Duration = Duration::from_millis(50);
+
 /// What identifies one version of the file on disk without reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Stamp {
@@ -94,9 +98,12 @@ impl Reloader {
             if !forced && now == seen {
                 continue;
             }
-            // Wait for the writer to finish: the stamp must hold still for SETTLE.
+            // Wait for the writer to finish: the stamp must hold still for SETTLE (less when the
+            // file was replaced by a rename).
+            let renamed = matches!((&seen, &now), (Some(a), Some(b)) if a.inode != b.inode);
+            let settle = if renamed { SETTLE_RENAMED } else { SETTLE };
             loop {
-                tokio::time::sleep(SETTLE).await;
+                tokio::time::sleep(settle).await;
                 let again = stamp(&self.data);
                 if again == now {
                     break;
