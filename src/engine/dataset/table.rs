@@ -5,7 +5,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use polars::prelude::*;
 use rayon::slice::ParallelSliceMut;
@@ -98,7 +98,7 @@ pub struct Table {
     pub index: TextIndex,
     orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()],
     /// Answers that depend only on the dataset, computed on first use.
-    memo: Mutex<HashMap<&'static str, Arc<Memo>>>,
+    memo: RwLock<HashMap<&'static str, Arc<Memo>>>,
 }
 
 impl Table {
@@ -208,7 +208,13 @@ impl Table {
     where
         T: Send + Sync + 'static,
     {
-        let cell = Arc::clone(self.memo.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default());
+        // Read-mostly: every request of a dataset-only answer looks its cell up; only the first
+        // one of each key takes the write lock.
+        let found = self.memo.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned();
+        let cell = match found {
+            Some(cell) => cell,
+            None => Arc::clone(self.memo.write().unwrap_or_else(|e| e.into_inner()).entry(key).or_default()),
+        };
         let value = cell.get_or_init(|| match compute() {
             Ok(v) => Ok(Arc::new(v) as Arc<dyn Any + Send + Sync>),
             Err(e) => Err(e.to_string()),
@@ -288,7 +294,7 @@ impl Table {
         let cols = Cols::new(&frame)?;
         let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
         let _ = orders[0][1].set(Ok(eco_order));
-        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: Mutex::default() })
+        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: RwLock::default() })
     }
 }
 
