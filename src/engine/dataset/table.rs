@@ -462,9 +462,25 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
             | (ano_desc << 32)
             | id_rank.get(i).unwrap_or_default() as u128
     };
-    let mut keyed: Vec<(u128, u32)> = (0..df.height()).map(|i| (key(i), i as u32)).collect();
-    keyed.par_sort_unstable();
-    Ok(keyed.into_iter().map(|(_, row)| row).collect())
+    let fits = |ranks: &[u32], bits: u32| ranks.iter().all(|r| (*r as u64) < (1u64 << bits));
+    if fits(&marca, 16) && fits(&modelo, 24) && fits(&versao, 24) {
+        let mut keyed: Vec<(u128, u32)> = (0..df.height()).map(|i| (key(i), i as u32)).collect();
+        keyed.par_sort_unstable();
+        return Ok(keyed.into_iter().map(|(_, row)| row).collect());
+    }
+    // More distinct values than the packed key holds: compare field by field.
+    let mut order: Vec<u32> = (0..df.height() as u32).collect();
+    order.par_sort_unstable_by_key(|&r| {
+        let i = r as usize;
+        (
+            marca[i],
+            modelo[i],
+            versao[i],
+            std::cmp::Reverse(ano.get(i).unwrap_or_default()),
+            id_rank.get(i).unwrap_or_default(),
+        )
+    });
+    Ok(order)
 }
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
@@ -579,5 +595,50 @@ impl Cols {
             posicao_combustivel: self.positions[2].get(i),
             percentil: f(17),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_order_is_brand_model_version_year_desc_then_id() {
+        let df = df!(
+            "marca" => ["b", "a", "a", "a", "a", "B"],
+            "modelo" => ["x", "y", "x", "x", "x", "x"],
+            "versao" => ["1", "1", "2", "10", "2", "1"],
+            "ano" => [2020, 2020, 2019, 2020, 2021, 2020],
+            ID_RANK => [0u32, 1, 2, 3, 4, 5],
+        )
+        .unwrap();
+        // Byte order: "B" < "a" < "b", "10" < "2". B (5), a/x/10 (3), a/x/2/2021 (4), a/x/2/2019 (2),
+        // a/y/1 (1), b (0).
+        assert_eq!(catalog_permutation(&df).unwrap(), [5, 3, 4, 2, 1, 0]);
+    }
+
+    #[test]
+    fn positions_share_the_lowest_on_ties() {
+        let df = df!(
+            "eco_score" => [Some(70.0), Some(80.0), None, Some(70.0), Some(60.0)],
+            "categoria" => ["A", "A", "A", "B", "A"],
+            "combustivel_tipo" => ["F", "G", "F", "F", "F"],
+            ID_RANK => [4u32, 3, 2, 1, 0],
+        )
+        .unwrap();
+        let mut df = df;
+        for (name, value) in [("marca", "m"), ("modelo", "x"), ("tipo_propulsao", "C"), ("transmissao_tipo", "M")] {
+            df.with_column(Column::new(name.into(), vec![value; 5])).unwrap();
+        }
+        let index = TextIndex::build(&df, &[0, 1, 2, 3, 4]).unwrap();
+        let order = positions(&mut df, &index).unwrap();
+        assert_eq!(order, [1, 3, 0, 4], "score descending, then id");
+        let read = |name: &str| -> Vec<Option<u32>> { df.column(name).unwrap().u32().unwrap().iter().collect() };
+        assert_eq!(read("posicao_global"), [Some(2), Some(1), None, Some(2), Some(4)]);
+        assert_eq!(read("posicao_categoria"), [Some(2), Some(1), None, Some(1), Some(3)]);
+        assert_eq!(read("posicao_combustivel"), [Some(1), Some(1), None, Some(1), Some(3)]);
+        let percentil: Vec<Option<f64>> = df.column("percentil").unwrap().f64().unwrap().iter().collect();
+        // N = 4: 100 × (4 − p) / 3 → 66.7, 100, null, 66.7, 0.
+        assert_eq!(percentil, [Some(66.7), Some(100.0), None, Some(66.7), Some(0.0)]);
     }
 }
