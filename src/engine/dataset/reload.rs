@@ -153,7 +153,10 @@ impl Reloader {
             Ok(Ok(Some(snapshot))) => {
                 let (version, rows, bytes) =
                     (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
-                self.store.replace(snapshot);
+                // The replaced snapshot is freed off the async workers (when no request holds it
+                // any more, the last one to finish frees it).
+                let previous = self.store.replace(snapshot);
+                tokio::task::spawn_blocking(move || drop(previous));
                 tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
                 Outcome::Swapped { version, rows }
             }

@@ -22,8 +22,9 @@ impl Store {
         self.current.load_full()
     }
 
-    /// Replaces the serving snapshot; requests in flight finish on the one they hold.
-    pub fn replace(&self, snapshot: Snapshot) {
-        self.current.store(Some(Arc::new(snapshot)));
+    /// Replaces the serving snapshot and returns the previous one; requests in flight finish on
+    /// the one they hold.
+    pub fn replace(&self, snapshot: Snapshot) -> Option<Arc<Snapshot>> {
+        self.current.swap(Some(Arc::new(snapshot)))
     }
 }
