@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use super::load::{self, LoadError};
 use super::snapshot::Snapshot;
-use super::store::Store;
+use super::store::{ReloadResult, Store};
 use super::views::{CostConfig, Views};
 
 /// How long a changed file must stay unchanged before it is read.
@@ -158,18 +158,22 @@ impl Reloader {
                 let previous = self.store.replace(snapshot);
                 tokio::task::spawn_blocking(move || drop(previous));
                 tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
+                self.store.record_reload(ReloadResult::Ok);
                 Outcome::Swapped { version, rows }
             }
             Ok(Ok(None)) => {
                 tracing::info!(file = %self.data.display(), "dataset unchanged (same export, views and cost configuration)");
+                self.store.record_reload(ReloadResult::Ok);
                 Outcome::Unchanged
             }
             Ok(Err(why)) => {
                 tracing::error!(file = %self.data.display(), "new dataset refused; the previous one keeps serving: {why}");
+                self.store.record_reload(ReloadResult::Refused(why));
                 Outcome::Refused
             }
             Err(e) => {
                 tracing::error!(file = %self.data.display(), error = %e, "dataset reload failed; the previous one keeps serving");
+                self.store.record_reload(ReloadResult::Refused(e));
                 Outcome::Refused
             }
         }

@@ -1,20 +1,42 @@
 //! The current snapshot, swapped atomically: readers take an `Arc` and keep it for the whole
-//! request, so a swap never changes the data under a request that already started.
+//! request, so a swap never changes the data under a request that already started. The store
+//! also keeps the outcome of the reloads (for readiness and metrics).
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwapOption;
+use chrono::{DateTime, Utc};
 
 use super::snapshot::Snapshot;
+
+/// What one reload attempt did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadResult {
+    /// A new snapshot is serving, or the file held the content already serving.
+    Ok,
+    /// The export was refused (the reason); the previous snapshot, if any, keeps serving.
+    Refused(String),
+}
+
+/// The last reload attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadRecord {
+    pub at: DateTime<Utc>,
+    pub result: ReloadResult,
+}
 
 #[derive(Default)]
 pub struct Store {
     current: ArcSwapOption<Snapshot>,
+    reloads_ok: AtomicU64,
+    reloads_refused: AtomicU64,
+    last_reload: Mutex<Option<ReloadRecord>>,
 }
 
 impl Store {
     pub fn new(snapshot: Option<Snapshot>) -> Store {
-        Store { current: ArcSwapOption::from(snapshot.map(Arc::new)) }
+        Store { current: ArcSwapOption::from(snapshot.map(Arc::new)), ..Store::default() }
     }
 
     /// The snapshot serving now, if any.
@@ -26,5 +48,26 @@ impl Store {
     /// the one they hold.
     pub fn replace(&self, snapshot: Snapshot) -> Option<Arc<Snapshot>> {
         self.current.swap(Some(Arc::new(snapshot)))
+    }
+
+    /// Records the outcome of a reload attempt (a load at start-up counts as one).
+    pub fn record_reload(&self, result: ReloadResult) {
+        let counter = match result {
+            ReloadResult::Ok => &self.reloads_ok,
+            ReloadResult::Refused(_) => &self.reloads_refused,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        let record = ReloadRecord { at: Utc::now(), result };
+        *self.last_reload.lock().unwrap_or_else(|e| e.into_inner()) = Some(record);
+    }
+
+    /// Reload attempts so far: (accepted, refused).
+    pub fn reload_counts(&self) -> (u64, u64) {
+        (self.reloads_ok.load(Ordering::Relaxed), self.reloads_refused.load(Ordering::Relaxed))
+    }
+
+    /// The last reload attempt, if any.
+    pub fn last_reload(&self) -> Option<ReloadRecord> {
+        self.last_reload.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
