@@ -26,7 +26,13 @@ pub enum Command {
     Generate(GenerateArgs),
     /// Check a Parquet export against the input schema; prints every problem, exits 1 if invalid.
     Validate(ValidateArgs),
+    /// Manage the credentials file: add a client (prints its new key and secret once), list, revoke.
+    #[command(subcommand)]
+    Credentials(CredentialsCommand),
 }
+
+/// Default of `--max-data-bytes`: 2 GiB.
+pub const DEFAULT_MAX_DATA_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -66,6 +72,17 @@ pub struct ServeArgs {
     /// Log filter (tracing syntax, e.g. `info` or `eco_insights=debug`).
     #[arg(long, env = "ECO_LOG", default_value = "info")]
     pub log: String,
+    /// Start even when the public demo credentials (demo-key / demo-secret) are active and
+    /// --bind is not a loopback address (refused otherwise).
+    #[arg(long, env = "ECO_ALLOW_DEMO_CREDENTIALS")]
+    pub allow_demo_credentials: bool,
+    /// On SIGTERM/SIGINT: stop accepting, let requests in flight finish for at most this many
+    /// milliseconds, then exit 0.
+    #[arg(long, env = "ECO_SHUTDOWN_GRACE_MS", default_value_t = 10_000)]
+    pub shutdown_grace_ms: u64,
+    /// Largest data file accepted, in bytes (at start-up and on reload); a larger export is refused.
+    #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_data_bytes: u64,
 }
 
 impl ServeArgs {
@@ -113,6 +130,49 @@ pub struct ValidateArgs {
     /// Parquet export to check.
     #[arg(env = "ECO_VALIDATE_FILE")]
     pub file: PathBuf,
+    /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
+    #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_data_bytes: u64,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum CredentialsCommand {
+    /// Create a client: a random key and a 256-bit secret from the OS generator. Prints
+    /// {"key": ..., "secret": ...} once; the file keeps only the SHA-256 of the secret.
+    Add(CredentialsAddArgs),
+    /// Print the clients (key, name, quota) as JSON; never a secret or its hash.
+    List(CredentialsFileArg),
+    /// Remove a client; exits 1 when the key is not in the file.
+    Revoke(CredentialsRevokeArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CredentialsFileArg {
+    /// The credentials file (written atomically, mode 0600).
+    #[arg(long, env = "ECO_CREDENTIALS", default_value = "config/credentials.json")]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CredentialsAddArgs {
+    #[command(flatten)]
+    pub file: CredentialsFileArg,
+    /// Name of the client (shown in logs and by `list`).
+    #[arg(long, env = "ECO_CREDENTIAL_NAME")]
+    pub name: String,
+    /// Requests per minute: the size of the key's token bucket, refilled at N/60 per second
+    /// (no quota when absent).
+    #[arg(long, env = "ECO_CREDENTIAL_QUOTA_PER_MINUTE", value_parser = clap::value_parser!(u32).range(1..))]
+    pub quota_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CredentialsRevokeArgs {
+    #[command(flatten)]
+    pub file: CredentialsFileArg,
+    /// The key to remove.
+    #[arg(env = "ECO_CREDENTIAL_KEY")]
+    pub key: String,
 }
 
 #[cfg(test)]

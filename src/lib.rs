@@ -5,6 +5,7 @@
 //! deterministic synthetic catalog bundled with the repository.
 
 pub mod config;
+pub mod credentials;
 pub mod engine;
 pub mod http;
 pub mod priority;

@@ -2,17 +2,18 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use eco_insights::config::{Cli, Command, GenerateArgs, ServeArgs, ValidateArgs};
-use eco_insights::engine::load::{self, LoadError};
-use eco_insights::engine::store::Store;
+use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ServeArgs, ValidateArgs};
+use eco_insights::engine::load;
+use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
 use eco_insights::engine::{self, reload};
-use eco_insights::sample;
+use eco_insights::{credentials, sample};
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
 /// swaps (glibc's per-thread arenas keep them).
@@ -36,6 +37,7 @@ fn tune_allocator() {
     }
 }
 use eco_insights::http::auth::Credentials;
+use eco_insights::http::credentials_reload::CredentialsReloader;
 use eco_insights::http::{AppState, Application};
 
 fn main() -> ExitCode {
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Generate(args) => generate_cmd(args),
         Command::Validate(args) => return validate_cmd(args),
+        Command::Credentials(command) => credentials_cmd(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -66,7 +69,7 @@ fn generate_cmd(args: GenerateArgs) -> anyhow::Result<()> {
 }
 
 fn validate_cmd(args: ValidateArgs) -> ExitCode {
-    match load::validate_file(&args.file) {
+    match load::validate_file_limited(&args.file, args.max_data_bytes) {
         Ok(rows) => {
             println!("{}: valid ({rows} rows)", args.file.display());
             ExitCode::SUCCESS
@@ -78,50 +81,133 @@ fn validate_cmd(args: ValidateArgs) -> ExitCode {
     }
 }
 
+fn credentials_cmd(command: CredentialsCommand) -> anyhow::Result<()> {
+    match command {
+        CredentialsCommand::Add(a) => {
+            let created = credentials::add(&a.file.file, &a.name, a.quota_per_minute)?;
+            println!("{}", serde_json::to_string(&created)?);
+        }
+        CredentialsCommand::List(f) => println!("{}", serde_json::to_string_pretty(&credentials::list(&f.file)?)?),
+        CredentialsCommand::Revoke(r) => {
+            credentials::revoke(&r.file.file, &r.key)?;
+            eprintln!("revoked {}", r.key);
+        }
+    }
+    Ok(())
+}
+
+/// Whether every address `bind` resolves to is a loopback address.
+fn bind_is_loopback(bind: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    match bind.to_socket_addrs() {
+        Ok(addrs) => {
+            let addrs: Vec<_> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+        }
+        Err(_) => false,
+    }
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_new(&args.log).context("invalid --log filter")?)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cost = args.cost()?;
-    let credentials = Credentials::load(&args.credentials)?;
-    if credentials.demo_active() {
-        tracing::warn!(
-            file = %args.credentials.display(),
-            "the public demo credentials (demo-key / demo-secret) are active: replace them before exposing this service"
-        );
-    }
-    let views = Views::read(&args.queries, &cost)?;
-    let snapshot = load::load_file(&args.data, &views).map_err(|e: LoadError| anyhow::anyhow!("{e}"))?;
-    engine::warm(&snapshot);
-    tracing::info!(
-        version = %snapshot.info.version,
-        rows = snapshot.info.rows,
-        bytes = snapshot.estimated_bytes(),
-        source = %args.data.display(),
-        "dataset loaded"
-    );
-    let store = Arc::new(Store::new(Some(snapshot)));
-    let state = AppState::new(Arc::clone(&store), credentials);
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
         .on_thread_start(eco_insights::priority::register_serving_thread)
         .on_thread_stop(eco_insights::priority::unregister_serving_thread)
         .enable_all()
         .build()?;
-    runtime.block_on(async move {
-        let app = Application::bind(&args.bind, state).await?;
+    // SIGHUP's default action ends the process: take it over before the (possibly long) first
+    // load. A handler registered with tokio stays installed for the life of the process; the
+    // reloaders listen to it once they run.
+    #[cfg(unix)]
+    {
+        let _guard = runtime.enter();
+        drop(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?);
+    }
+    let cost = args.cost()?;
+    let credentials = Credentials::load(&args.credentials)?;
+    let demo_allowed = args.allow_demo_credentials || bind_is_loopback(&args.bind);
+    if credentials.demo_active() {
+        if !demo_allowed {
+            anyhow::bail!(
+                "the public demo credentials (demo-key / demo-secret) are active in {} and --bind {} is not a \
+                 loopback address: replace them (`eco-insights credentials add`, then revoke demo-key), bind \
+                 127.0.0.1, or pass --allow-demo-credentials (ECO_ALLOW_DEMO_CREDENTIALS=true)",
+                args.credentials.display(),
+                args.bind
+            );
+        }
+        tracing::warn!(
+            file = %args.credentials.display(),
+            "the public demo credentials (demo-key / demo-secret) are active: replace them before exposing this service"
+        );
+    }
+    let views = Views::read(&args.queries, &cost)?;
+    let store = Arc::new(Store::new(None));
+    tracing::info!(file = %args.data.display(), "loading dataset");
+    match load::load_file_limited(&args.data, &views, args.max_data_bytes) {
+        Ok(snapshot) => {
+            engine::warm(&snapshot);
+            tracing::info!(
+                version = %snapshot.info.version,
+                rows = snapshot.info.rows,
+                bytes = snapshot.estimated_bytes(),
+                source = %args.data.display(),
+                "dataset loaded"
+            );
+            store.replace(snapshot);
+            store.record_reload(ReloadResult::Ok);
+        }
+        Err(e) => {
+            // Serve anyway: the API answers 503 and /readyz says why until a valid export appears.
+            tracing::error!(
+                file = %args.data.display(),
+                "no dataset loaded; the API answers 503 until a valid export appears: {e}"
+            );
+            store.record_reload(ReloadResult::Refused(reload::public_reason(&args.data, &e.to_string())));
+        }
+    }
+    let state = AppState::new(Arc::clone(&store), credentials);
+    let grace = Duration::from_millis(args.shutdown_grace_ms);
+
+    let result = runtime.block_on(async move {
+        let app = Application::bind(&args.bind, state.clone()).await?;
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
-        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, engine::warm);
-        tokio::spawn(reloader.run(std::time::Duration::from_millis(args.reload_interval_ms)));
-        app.run_until(shutdown_signal()).await?;
+        let interval = Duration::from_millis(args.reload_interval_ms);
+        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, engine::warm)
+            .with_max_bytes(args.max_data_bytes);
+        tokio::spawn(reloader.run(interval));
+        tokio::spawn(CredentialsReloader::new(args.credentials.clone(), state, demo_allowed).run(interval));
+        let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            shutdown_signal().await;
+            tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: no new connections, finishing requests in flight");
+            let _ = stopping.send(());
+        };
+        let serving = app.run_until(signal);
+        tokio::pin!(serving);
+        let grace_over = async move {
+            match stopped.await {
+                Ok(()) => tokio::time::sleep(grace).await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            r = &mut serving => r?,
+            _ = grace_over => tracing::warn!("shutdown grace elapsed; closing the requests still in flight"),
+        }
         tracing::info!("stopped");
         anyhow::Ok(())
-    })
+    });
+    // Requests cut at the end of the grace may leave engine work running: do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    result
 }
 
 async fn shutdown_signal() {

@@ -1,98 +1,151 @@
-//! API credentials: a key and the SHA-256 of its secret per client, read from a JSON file,
-//! compared in constant time, with an optional per-minute quota.
+//! API credentials at run time: a key and the SHA-256 of its secret per client (read from the
+//! credentials file, see `crate::credentials`), compared in constant time, and an optional
+//! per-key quota enforced with a token bucket.
+//!
+//! Quota: a key with `quota_per_minute = N` owns a bucket of N tokens (the burst) refilled at N/60
+//! tokens per second; every API request takes one. Buckets exist only for configured keys, so
+//! memory is bounded by the file whatever keys clients send (unknown keys get 401 before any
+//! state is touched). A reloaded file keeps the bucket of every key whose quota is unchanged.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::path::Path;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
+use anyhow::Result;
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
+pub use crate::credentials::hash_secret;
+use crate::credentials::CredentialsFile;
 
 /// The demo key shipped with the repository so `make run` works out of the box.
 pub const DEMO_KEY: &str = "demo-key";
 const DEMO_SECRET: &str = "demo-secret";
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CredentialsFile {
-    credentials: Vec<Entry>,
+/// The token bucket of one key.
+type Limiter = RateLimiter<NotKeyed, InMemoryState, DefaultClock, StateInformationMiddleware>;
+
+struct Bucket {
+    per_minute: u32,
+    limiter: Limiter,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Entry {
-    key: String,
-    name: String,
-    /// Lower-case hex SHA-256 of the secret.
-    secret_sha256: String,
-    /// Requests per minute; absent or null for no quota.
-    #[serde(default)]
-    quota_per_minute: Option<u32>,
+impl Bucket {
+    fn new(per_minute: NonZeroU32) -> Bucket {
+        Bucket {
+            per_minute: per_minute.get(),
+            limiter: RateLimiter::direct(Quota::per_minute(per_minute)).with_middleware::<StateInformationMiddleware>(),
+        }
+    }
+
+    /// Time for one token to come back.
+    fn period(&self) -> Duration {
+        Duration::from_secs(60) / self.per_minute
+    }
 }
 
 struct Client {
     name: String,
     secret_sha256: [u8; 32],
-    quota_per_minute: Option<u32>,
+    bucket: Option<Arc<Bucket>>,
 }
 
-/// The loaded credentials and the quota counters.
+/// The quota state of a key after a request, for the `RateLimit-*` headers (IETF
+/// draft-ietf-httpapi-ratelimit-headers): the limit, the tokens left, and the seconds until the
+/// bucket is full again (`RateLimit-Reset`, rounded up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateInfo {
+    pub limit: u32,
+    pub remaining: u32,
+    pub reset_secs: u64,
+}
+
+/// A request let through: the client's name and its quota state (None without a quota).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub name: String,
+    pub rate: Option<RateInfo>,
+}
+
+/// A request refused: the error to answer and, for a key with a quota, its quota state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub error: ApiError,
+    pub rate: Option<RateInfo>,
+}
+
+impl From<ApiError> for Denial {
+    fn from(error: ApiError) -> Denial {
+        Denial { error, rate: None }
+    }
+}
+
+/// The loaded credentials and their quota buckets.
 pub struct Credentials {
     clients: HashMap<String, Client>,
-    windows: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
-/// SHA-256 of a secret, as stored in the credentials file.
-pub fn hash_secret(secret: &str) -> [u8; 32] {
-    Sha256::digest(secret.as_bytes()).into()
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
+
+/// The one place a 429 is produced: over quota, retry once a token is back (at least 1 s).
+fn rate_limited(wait: Duration) -> ApiError {
+    ApiError::RateLimited(ceil_secs(wait).max(1))
 }
 
 impl Credentials {
     pub fn load(path: &Path) -> Result<Credentials> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the credentials file {}", path.display()))?;
-        Credentials::parse(&text).with_context(|| format!("invalid credentials file {}", path.display()))
+        Ok(Credentials::from_file(&CredentialsFile::read(path)?, None))
     }
 
     pub fn parse(text: &str) -> Result<Credentials> {
-        let file: CredentialsFile = serde_json::from_str(text)?;
-        let mut clients = HashMap::new();
-        for e in file.credentials {
-            let mut hash = [0u8; 32];
-            hex::decode_to_slice(e.secret_sha256.trim(), &mut hash)
-                .with_context(|| format!("key '{}': secret_sha256 must be 64 hex digits", e.key))?;
-            if e.key.is_empty() {
-                bail!("a credential has an empty key");
-            }
-            if clients
-                .insert(
-                    e.key.clone(),
-                    Client { name: e.name, secret_sha256: hash, quota_per_minute: e.quota_per_minute },
-                )
-                .is_some()
-            {
-                bail!("key '{}' is listed twice", e.key);
-            }
-        }
-        if clients.is_empty() {
-            bail!("no credentials are defined");
-        }
-        Ok(Credentials { clients, windows: Mutex::new(HashMap::new()) })
+        Ok(Credentials::from_file(&CredentialsFile::parse(text)?, None))
     }
 
-    /// Whether the public demo pair is accepted (the service warns at start-up when it is).
+    /// The credentials of a checked file; the buckets of `previous` are kept for the keys whose
+    /// quota did not change (a new quota starts a full bucket).
+    pub fn from_file(file: &CredentialsFile, previous: Option<&Credentials>) -> Credentials {
+        // `check` succeeded when the file was read; a failure here would be a bug, so it
+        // yields an empty set (every request 401) rather than a panic.
+        let entries = file.check().unwrap_or_default();
+        let mut clients = HashMap::with_capacity(entries.len());
+        for e in entries {
+            let bucket = e.quota_per_minute.and_then(NonZeroU32::new).map(|q| {
+                previous
+                    .and_then(|p| p.clients.get(&e.key))
+                    .and_then(|c| c.bucket.as_ref())
+                    .filter(|b| b.per_minute == q.get())
+                    .map_or_else(|| Arc::new(Bucket::new(q)), Arc::clone)
+            });
+            clients.insert(e.key, Client { name: e.name, secret_sha256: e.secret_sha256, bucket });
+        }
+        Credentials { clients }
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    /// Whether the public demo pair is accepted.
     pub fn demo_active(&self) -> bool {
         self.clients.get(DEMO_KEY).is_some_and(|c| bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET))))
     }
 
-    /// Checks a key/secret pair and its quota; returns the client's name.
-    pub fn authorize(&self, key: Option<&str>, secret: Option<&str>) -> Result<String, ApiError> {
-        let (Some(key), Some(secret)) = (key, secret) else { return Err(ApiError::Unauthorized) };
+    /// Checks a key/secret pair, then takes a token from the key's bucket.
+    pub fn authorize(&self, key: Option<&str>, secret: Option<&str>) -> Result<Grant, Denial> {
+        let (Some(key), Some(secret)) = (key, secret) else { return Err(ApiError::Unauthorized.into()) };
         let given = hash_secret(secret);
         let client = self.clients.get(key);
         // Compare against a dummy hash for unknown keys so timing does not tell keys apart.
@@ -100,29 +153,30 @@ impl Credentials {
         let ok = bool::from(given.ct_eq(&expected)) && client.is_some();
         let client = match (ok, client) {
             (true, Some(c)) => c,
-            _ => return Err(ApiError::Unauthorized),
+            _ => return Err(ApiError::Unauthorized.into()),
         };
-        if let Some(quota) = client.quota_per_minute {
-            self.take(key, quota)?;
+        let Some(bucket) = &client.bucket else { return Ok(Grant { name: client.name.clone(), rate: None }) };
+        let limit = bucket.per_minute;
+        match bucket.limiter.check() {
+            Ok(state) => {
+                let remaining = state.remaining_burst_capacity().min(limit);
+                // Each missing token takes one period to come back (an upper bound: the next
+                // one may be partly refilled already).
+                let reset = bucket.period() * (limit - remaining);
+                Ok(Grant {
+                    name: client.name.clone(),
+                    rate: Some(RateInfo { limit, remaining, reset_secs: ceil_secs(reset) }),
+                })
+            }
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(bucket.limiter.clock().now());
+                let full = wait + bucket.period() * (limit - 1);
+                Err(Denial {
+                    error: rate_limited(wait),
+                    rate: Some(RateInfo { limit, remaining: 0, reset_secs: ceil_secs(full) }),
+                })
+            }
         }
-        Ok(client.name.clone())
-    }
-
-    /// Fixed one-minute window per key.
-    fn take(&self, key: &str, quota: u32) -> Result<(), ApiError> {
-        let window = Duration::from_secs(60);
-        let now = Instant::now();
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = windows.entry(key.to_string()).or_insert((now, 0));
-        if now.duration_since(entry.0) >= window {
-            *entry = (now, 0);
-        }
-        if entry.1 >= quota {
-            let retry = window.saturating_sub(now.duration_since(entry.0)).as_secs().max(1);
-            return Err(ApiError::RateLimited(retry));
-        }
-        entry.1 += 1;
-        Ok(())
     }
 }
 
@@ -130,40 +184,66 @@ impl Credentials {
 mod tests {
     use super::*;
 
-    fn creds(quota: &str) -> Credentials {
-        let text = format!(
+    fn text(quota: &str) -> String {
+        format!(
             r#"{{"credentials":[{{"key":"k1","name":"one","secret_sha256":"{}","quota_per_minute":{quota}}},
                 {{"key":"{DEMO_KEY}","name":"demo","secret_sha256":"{}"}}]}}"#,
             hex::encode(hash_secret("s1")),
             hex::encode(hash_secret(DEMO_SECRET))
-        );
-        Credentials::parse(&text).unwrap()
+        )
+    }
+
+    fn creds(quota: &str) -> Credentials {
+        Credentials::parse(&text(quota)).unwrap()
+    }
+
+    fn unauthorized() -> Result<Grant, Denial> {
+        Err(ApiError::Unauthorized.into())
     }
 
     #[test]
     fn good_pair_passes_and_bad_ones_do_not() {
         let c = creds("null");
-        assert_eq!(c.authorize(Some("k1"), Some("s1")).unwrap(), "one");
-        assert_eq!(c.authorize(Some("k1"), Some("s2")), Err(ApiError::Unauthorized));
-        assert_eq!(c.authorize(Some("k2"), Some("s1")), Err(ApiError::Unauthorized));
-        assert_eq!(c.authorize(None, Some("s1")), Err(ApiError::Unauthorized));
-        assert_eq!(c.authorize(Some("k1"), None), Err(ApiError::Unauthorized));
+        assert_eq!(c.authorize(Some("k1"), Some("s1")).unwrap(), Grant { name: "one".into(), rate: None });
+        assert_eq!(c.authorize(Some("k1"), Some("s2")), unauthorized());
+        assert_eq!(c.authorize(Some("k2"), Some("s1")), unauthorized());
+        assert_eq!(c.authorize(None, Some("s1")), unauthorized());
+        assert_eq!(c.authorize(Some("k1"), None), unauthorized());
         assert!(c.demo_active());
     }
 
     #[test]
-    fn quota_is_enforced() {
+    fn the_bucket_allows_the_burst_then_refuses() {
         let c = creds("2");
-        assert!(c.authorize(Some("k1"), Some("s1")).is_ok());
-        assert!(c.authorize(Some("k1"), Some("s1")).is_ok());
-        assert!(matches!(c.authorize(Some("k1"), Some("s1")), Err(ApiError::RateLimited(s)) if (1..=60).contains(&s)));
+        let first = c.authorize(Some("k1"), Some("s1")).unwrap().rate.unwrap();
+        assert_eq!((first.limit, first.remaining), (2, 1));
+        assert!((1..=30).contains(&first.reset_secs), "{first:?}");
+        let second = c.authorize(Some("k1"), Some("s1")).unwrap().rate.unwrap();
+        assert_eq!(second.remaining, 0);
+        assert!((31..=60).contains(&second.reset_secs), "{second:?}");
+        let denied = c.authorize(Some("k1"), Some("s1")).unwrap_err();
+        // One token is back 30 s after the first request.
+        assert!(matches!(denied.error, ApiError::RateLimited(s) if (1..=30).contains(&s)), "{denied:?}");
+        assert_eq!(denied.rate.unwrap().remaining, 0);
+        // Other keys are not affected; a wrong secret is 401 even over quota.
         assert!(c.authorize(Some(DEMO_KEY), Some(DEMO_SECRET)).is_ok());
+        assert_eq!(c.authorize(Some("k1"), Some("nope")), unauthorized());
+    }
+
+    #[test]
+    fn a_reload_keeps_the_bucket_of_an_unchanged_quota() {
+        let c = creds("1");
+        assert!(c.authorize(Some("k1"), Some("s1")).is_ok());
+        let same = Credentials::from_file(&CredentialsFile::parse(&text("1")).unwrap(), Some(&c));
+        assert!(same.authorize(Some("k1"), Some("s1")).is_err(), "the used bucket was not kept");
+        let changed = Credentials::from_file(&CredentialsFile::parse(&text("5")).unwrap(), Some(&c));
+        assert!(changed.authorize(Some("k1"), Some("s1")).is_ok(), "a new quota starts a full bucket");
     }
 
     #[test]
     fn malformed_files_are_refused() {
-        assert!(Credentials::parse(r#"{"credentials":[]}"#).is_err());
         assert!(Credentials::parse(r#"{"credentials":[{"key":"a","name":"n","secret_sha256":"zz"}]}"#).is_err());
         assert!(Credentials::parse(r#"{"credentials":[{"key":"a","name":"n","secret_sha256":"00","x":1}]}"#).is_err());
+        assert!(Credentials::parse(r#"{"credentials":[]}"#).unwrap().is_empty());
     }
 }

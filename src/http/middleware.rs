@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::auth::RateInfo;
 use super::error::ApiError;
 use super::{AppState, RequestId, DATASET_VERSION, REQUEST_ID};
 
@@ -133,7 +134,13 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     let (true, Some(version)) = (is_get, version) else { return res };
     let tag = etag(&version, &path, query.as_deref());
     if matches_tag(&conditional, &tag) {
-        return not_modified(&tag, &version);
+        let mut short = not_modified(&tag, &version);
+        for name in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"] {
+            if let Some(v) = res.headers().get(name) {
+                short.headers_mut().insert(name, v.clone());
+            }
+        }
+        return short;
     }
     cache_headers(&mut res, &tag);
     res
@@ -185,12 +192,30 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
     let key = h.get("x-api-key").and_then(|v| v.to_str().ok());
     let secret = h.get("x-api-secret").and_then(|v| v.to_str().ok());
     match state.credentials().authorize(key, secret) {
-        Ok(_) => match early_not_modified(&state, &req) {
-            Some(res) => res,
-            None => next.run(req).await,
-        },
-        Err(e) => e.into_response(),
+        Ok(grant) => {
+            let mut res = match early_not_modified(&state, &req) {
+                Some(res) => res,
+                None => next.run(req).await,
+            };
+            rate_limit_headers(&mut res, grant.rate);
+            res
+        }
+        Err(denial) => {
+            let mut res = denial.error.into_response();
+            rate_limit_headers(&mut res, denial.rate);
+            res
+        }
     }
+}
+
+/// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (IETF
+/// draft-ietf-httpapi-ratelimit-headers) on every answer to a key with a quota.
+fn rate_limit_headers(res: &mut Response, rate: Option<RateInfo>) {
+    let Some(rate) = rate else { return };
+    let h = res.headers_mut();
+    h.insert("ratelimit-limit", HeaderValue::from(rate.limit));
+    h.insert("ratelimit-remaining", HeaderValue::from(rate.remaining));
+    h.insert("ratelimit-reset", HeaderValue::from(rate.reset_secs));
 }
 
 pub async fn not_found() -> ApiError {

@@ -2,6 +2,7 @@
 //! engine and encodes answers; it never builds Polars plans itself.
 
 pub mod auth;
+pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod routes;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
@@ -35,7 +37,8 @@ pub struct RequestId(pub uuid::Uuid);
 
 struct Inner {
     store: Arc<Store>,
-    credentials: Credentials,
+    /// Swapped whole when the credentials file changes (see `credentials_reload`).
+    credentials: ArcSwap<Credentials>,
 }
 
 /// Shared state of every handler: cheap to clone.
@@ -46,15 +49,21 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(store: Arc<Store>, credentials: Credentials) -> AppState {
-        AppState { inner: Arc::new(Inner { store, credentials }) }
+        AppState { inner: Arc::new(Inner { store, credentials: ArcSwap::from_pointee(credentials) }) }
     }
 
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
 
-    pub fn credentials(&self) -> &Credentials {
-        &self.inner.credentials
+    /// The credentials in force now (a request keeps the set it started with).
+    pub fn credentials(&self) -> Arc<Credentials> {
+        self.inner.credentials.load_full()
+    }
+
+    /// Puts a new set of credentials in force for the next requests.
+    pub fn replace_credentials(&self, credentials: Credentials) {
+        self.inner.credentials.store(Arc::new(credentials));
     }
 }
 

@@ -359,9 +359,10 @@ impl Shared {
             Shared::UnsupportedMediaType => {
                 "UNSUPPORTED_MEDIA_TYPE: the body is not sent as `Content-Type: application/json`.".into()
             }
-            Shared::RateLimited => {
-                "RATE_LIMITED: the key's per-minute quota is used up; retry after `Retry-After` seconds.".into()
-            }
+            Shared::RateLimited => "RATE_LIMITED: the key's token bucket is empty (a quota of N per minute allows a \
+                burst of N, refilled at N/60 per second); retry after `Retry-After` seconds (until one token is back). \
+                `RateLimit-Remaining` is 0 and `RateLimit-Reset` says when the bucket is full again."
+                .into(),
             Shared::InternalError => "INTERNAL_ERROR: a bug on our side; nothing internal is sent.".into(),
             Shared::ServiceUnavailable => "SERVICE_UNAVAILABLE: no dataset is loaded yet; retry shortly.".into(),
         }
@@ -375,6 +376,9 @@ impl Shared {
                     .header("ETag", etag_header())
                     .header("X-Dataset-Version", dataset_version_header())
                     .header("Cache-Control", cache_control_header("private, no-cache"))
+                    .header("RateLimit-Limit", rate_limit_headers()[0].1.clone())
+                    .header("RateLimit-Remaining", rate_limit_headers()[1].1.clone())
+                    .header("RateLimit-Reset", rate_limit_headers()[2].1.clone())
                     .build();
             }
             Shared::MethodNotAllowed => {
@@ -385,11 +389,17 @@ impl Shared {
                     "Retry-After",
                     HeaderBuilder::new()
                         .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)).maximum(Some(60)))
-                        .description(Some("Seconds to wait before the quota allows a new request."))
+                        .description(Some("Seconds until the key's bucket holds a token again."))
                         .build(),
                 );
             }
             _ => {}
+        }
+        // Unknown keys get no quota state.
+        if self != Shared::Unauthorized {
+            for (name, h) in rate_limit_headers() {
+                b = b.header(name, h);
+            }
         }
         b.header("Cache-Control", cache_control_header("no-store"))
             .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("Failure"))).build())
@@ -422,6 +432,34 @@ fn etag_header() -> Header {
     string_header(
         "Strong tag of this answer (dataset version + path + sorted parameters); send it back in `If-None-Match`.",
     )
+}
+
+/// Headers that only answers to a key with a quota carry (so never marked required).
+pub const OPTIONAL_HEADERS: &[&str] = &["RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"];
+
+/// The `RateLimit-*` headers (IETF draft-ietf-httpapi-ratelimit-headers) of a key with a quota.
+fn rate_limit_headers() -> [(&'static str, Header); 3] {
+    let int = |minimum: i64, description: &str| {
+        HeaderBuilder::new()
+            .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(minimum)))
+            .description(Some(description))
+            .build()
+    };
+    [
+        (
+            "RateLimit-Limit",
+            int(1, "Only for a key with a quota: its requests per minute, which is also the burst (the size of its token bucket)."),
+        ),
+        ("RateLimit-Remaining", int(0, "Only for a key with a quota: tokens left in its bucket after this request.")),
+        (
+            "RateLimit-Reset",
+            int(
+                0,
+                "Only for a key with a quota: seconds until its bucket is full again (Remaining back to Limit; \
+                 one token comes back every 60/Limit seconds), rounded up.",
+            ),
+        ),
+    ]
 }
 
 fn cache_control_header(value: &'static str) -> Header {
@@ -480,6 +518,7 @@ fn finish_api(method: Method, op: &mut Operation) {
                 .build(),
         ));
     }
+    success.extend(rate_limit_headers());
     add_headers(r, |s| (200..300).contains(&s), &success);
     add_headers(
         r,
@@ -518,8 +557,10 @@ const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "p
 fn mark_headers_required(doc: &mut Value) {
     fn mark(response: &mut Value) {
         if let Some(headers) = response.get_mut("headers").and_then(Value::as_object_mut) {
-            for h in headers.values_mut().filter_map(Value::as_object_mut) {
-                h.insert("required".into(), Value::Bool(true));
+            for (name, h) in headers.iter_mut() {
+                if let Some(h) = h.as_object_mut() {
+                    h.insert("required".into(), Value::Bool(!OPTIONAL_HEADERS.contains(&name.as_str())));
+                }
             }
         }
     }

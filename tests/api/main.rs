@@ -7,6 +7,7 @@ mod http;
 mod catalog;
 mod compare;
 mod insights;
+mod keys;
 mod precision;
 mod rankings;
 mod reload;

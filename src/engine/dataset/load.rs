@@ -26,6 +26,27 @@ pub enum LoadError {
     Invalid { path: String, problems: Vec<Problem> },
     #[error("the views in the queries folder failed on {path}: {message}")]
     Views { path: String, message: String },
+    #[error("{path} is {bytes} bytes, over the limit of {max} bytes (--max-data-bytes)")]
+    TooLarge { path: String, bytes: u64, max: u64 },
+}
+
+/// Reads a whole export, refusing one over `max` bytes before reading it (and one that grows
+/// past it while being read).
+pub fn read_limited(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read;
+    let shown = path.display().to_string();
+    let io = |source| LoadError::Io { path: shown.clone(), source };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len > max {
+        return Err(LoadError::TooLarge { path: shown, bytes: len, max });
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > max {
+        return Err(LoadError::TooLarge { path: shown, bytes: bytes.len() as u64, max });
+    }
+    Ok(bytes)
 }
 
 fn list(problems: &[Problem]) -> String {
@@ -62,8 +83,13 @@ pub fn read_parquet(bytes: &[u8], path: &str) -> Result<DataFrame, LoadError> {
 
 /// Reads and checks a file without building a snapshot: every problem, or the row count.
 pub fn validate_file(path: &Path) -> Result<usize, LoadError> {
+    validate_file_limited(path, u64::MAX)
+}
+
+/// `validate_file`, refusing a file over `max` bytes.
+pub fn validate_file_limited(path: &Path, max: u64) -> Result<usize, LoadError> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: shown.clone(), source })?;
+    let bytes = read_limited(path, max)?;
     let raw = read_parquet(&bytes, &shown)?;
     let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown, problems })?;
     Ok(df.height())
@@ -153,8 +179,12 @@ fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {
 /// Loads a complete snapshot from a file: the file is read once, so a concurrent writer can at
 /// worst make this load fail, never mix two versions.
 pub fn load_file(path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
-    let shown = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io { path: shown.clone(), source })?;
+    load_file_limited(path, views, u64::MAX)
+}
+
+/// `load_file`, refusing a file over `max` bytes.
+pub fn load_file_limited(path: &Path, views: &Views, max: u64) -> Result<Snapshot, LoadError> {
+    let bytes = read_limited(path, max)?;
     load_bytes(&bytes, path, views)
 }
 

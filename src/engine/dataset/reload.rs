@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::load::{self, LoadError};
+use super::load;
 use super::snapshot::Snapshot;
 use super::store::{ReloadResult, Store};
 use super::views::{CostConfig, Views};
@@ -55,11 +55,26 @@ pub struct Reloader {
     cost: CostConfig,
     store: Arc<Store>,
     warm: Warm,
+    max_bytes: u64,
+}
+
+/// A refusal reason as `/readyz` may show it: the data file named without its folder.
+pub fn public_reason(data: &std::path::Path, why: &str) -> String {
+    match data.file_name() {
+        Some(name) => why.replace(&data.display().to_string(), &name.to_string_lossy()),
+        None => why.to_string(),
+    }
 }
 
 impl Reloader {
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
-        Reloader { data, queries, cost, store, warm }
+        Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX }
+    }
+
+    /// Refuses exports over `max` bytes.
+    pub fn with_max_bytes(mut self, max: u64) -> Reloader {
+        self.max_bytes = max;
+        self
     }
 
     /// Polls the file every `interval` and reloads on SIGHUP; runs until the process stops.
@@ -122,13 +137,13 @@ impl Reloader {
         let queries = self.queries.clone();
         let cost = self.cost.clone();
         let warm = self.warm;
+        let max_bytes = self.max_bytes;
         let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
             let _yields = crate::priority::serving_yields();
-            let bytes = std::fs::read(&data)
-                .map_err(|e| LoadError::Io { path: data.display().to_string(), source: e }.to_string())?;
+            let bytes = load::read_limited(&data, max_bytes).map_err(|e| e.to_string())?;
             // The views are read on every reload, so edited formulas apply even when the export
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
@@ -168,7 +183,7 @@ impl Reloader {
             }
             Ok(Err(why)) => {
                 tracing::error!(file = %self.data.display(), "new dataset refused; the previous one keeps serving: {why}");
-                self.store.record_reload(ReloadResult::Refused(why));
+                self.store.record_reload(ReloadResult::Refused(public_reason(&self.data, &why)));
                 Outcome::Refused
             }
             Err(e) => {

@@ -8,7 +8,8 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::http::error::ApiError;
+use crate::engine::store::{ReloadResult, Store};
+use crate::http::error::{ApiError, ErrorBody};
 use crate::http::AppState;
 
 /// The health routes with their OpenAPI description.
@@ -40,6 +41,51 @@ pub struct Readiness {
     #[schema(example = "ready")]
     pub status: &'static str,
     pub dataset: DatasetStatus,
+    /// The last load attempt (at start-up or a reload); a refused reload leaves the previous
+    /// dataset serving.
+    pub last_reload: Option<LastReload>,
+}
+
+/// `/readyz` while no dataset is loaded: the failure envelope (SERVICE_UNAVAILABLE, the message
+/// says why) plus the last load attempt.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct NotReady {
+    /// Always false.
+    pub success: bool,
+    pub error: ErrorBody,
+    /// The last load attempt; null before the first one finished.
+    pub last_reload: Option<LastReload>,
+}
+
+/// One load attempt of the data file.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LastReload {
+    /// When it finished (ISO 8601 UTC).
+    #[schema(example = "2026-01-01T12:00:00.000Z")]
+    pub at: String,
+    /// `ok` (a dataset is serving, new or unchanged) or `refused`.
+    #[schema(example = "ok")]
+    pub result: LoadResult,
+    /// Why the export was refused (file named without its folder); null when accepted.
+    pub reason: Option<String>,
+}
+
+/// Outcome of a load attempt.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadResult {
+    Ok,
+    Refused,
+}
+
+fn last_reload(store: &Store) -> Option<LastReload> {
+    store.last_reload().map(|r| {
+        let (result, reason) = match r.result {
+            ReloadResult::Ok => (LoadResult::Ok, None),
+            ReloadResult::Refused(why) => (LoadResult::Refused, Some(why)),
+        };
+        LastReload { at: r.at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true), result, reason }
+    })
 }
 
 /// The dataset being served.
@@ -76,7 +122,8 @@ async fn healthz() -> Json<Health> {
     tag = "health",
     responses(
         (status = 200, description = "A dataset is loaded and served", body = Readiness),
-        (status = 503, description = "No dataset is loaded yet", body = crate::http::error::Failure),
+        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset is loaded (none valid yet: the file is missing, \
+            unreadable, invalid or over --max-data-bytes); the message and `last_reload` say why", body = NotReady),
     )
 )]
 async fn readyz(State(state): State<AppState>) -> Response {
@@ -91,9 +138,21 @@ async fn readyz(State(state): State<AppState>) -> Response {
                     loaded_at: s.info.loaded_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     source: s.info.source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                 },
+                last_reload: last_reload(state.store()),
             }),
         )
             .into_response(),
-        None => ApiError::Unavailable.into_response(),
+        None => {
+            let last = last_reload(state.store());
+            let message = match &last {
+                Some(LastReload { reason: Some(why), .. }) => {
+                    format!("Nenhum conjunto de dados carregado: a última carga foi recusada ({why})")
+                }
+                _ => ApiError::Unavailable.message(),
+            };
+            let error = ErrorBody { code: ApiError::Unavailable.code(), message };
+            (StatusCode::SERVICE_UNAVAILABLE, Json(NotReady { success: false, error, last_reload: last }))
+                .into_response()
+        }
     }
 }
