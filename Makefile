@@ -7,7 +7,7 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench help
+.PHONY: run build test unit contract data fmt lint bench soak help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -15,6 +15,7 @@ help:
 	@echo "make contract  schemathesis against the live service (every check; venv in $(VENV)/)"
 	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
 	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run)"
+	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -47,6 +48,14 @@ bench: build $(BENCH_VENV)/.installed
 	command -v wrk >/dev/null || apt-get install -y wrk || (apt-get update && apt-get install -y wrk)
 	$(CARGO) build --release --locked --example ceiling
 	$(BENCH_VENV)/bin/python bench/run.py --binary $(BIN) --ceiling $(CEILING)
+
+# Soak (bench/soak.py, Python standard library only): the release binary on a generated 100k
+# catalog (cached in target/soak), steady load from keep-alive clients on loopback, the data file
+# replaced every 5 s; fails on any failed request or RSS growth over 15 % after warm-up.
+SOAK_SECONDS ?= 60
+
+soak: build
+	$(PYTHON) bench/soak.py --binary $(BIN) --seconds $(SOAK_SECONDS)
 
 $(BENCH_VENV)/.installed: bench/requirements.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
