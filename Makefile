@@ -7,7 +7,7 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench soak help
+.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -16,6 +16,8 @@ help:
 	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
 	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run)"
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
+	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
+	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -27,6 +29,7 @@ run: build
 test:
 	$(CARGO) test --release --locked
 	$(MAKE) contract
+	$(MAKE) cluster-test
 
 data: build
 	$(BIN) generate --rows $(SAMPLE_ROWS) --seed $(SAMPLE_SEED) --out data/catalog.parquet
@@ -56,6 +59,20 @@ SOAK_SECONDS ?= 60
 
 soak: build
 	$(PYTHON) bench/soak.py --binary $(BIN) --seconds $(SOAK_SECONDS)
+
+# Many replicas behind nginx (tests/cluster/cluster.py, Python standard library only): N replicas
+# of the release binary on one shared data folder under target/cluster, nginx as the current user
+# with a generated configuration (the production one is deploy/nginx.conf). nginx is installed
+# from the Debian package when missing; if that fails, the target fails.
+NGINX_INSTALL = command -v nginx >/dev/null || apt-get install -y nginx || (apt-get update && apt-get install -y nginx)
+
+cluster: build
+	$(NGINX_INSTALL)
+	$(PYTHON) tests/cluster/cluster.py serve --binary $(BIN)
+
+cluster-test: build
+	$(NGINX_INSTALL)
+	$(PYTHON) tests/cluster/cluster.py test --binary $(BIN)
 
 $(BENCH_VENV)/.installed: bench/requirements.txt
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
