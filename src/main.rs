@@ -187,7 +187,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
             shutdown_signal().await;
-            tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: no new connections, finishing requests in flight");
+            tracing::info!(
+                grace_ms = grace.as_millis() as u64,
+                "shutting down: no new connections, finishing requests in flight"
+            );
             let _ = stopping.send(());
         };
         let serving = app.run_until(signal);

@@ -810,6 +810,14 @@ mod tests {
             assert_eq!(limited["headers"]["Retry-After"]["schema"]["type"], "integer");
             let ok = response(&doc, op, "200").unwrap();
             assert_eq!(ok["headers"]["X-Dataset-Version"]["required"], true, "{label}");
+            // Only keys with a quota get the RateLimit headers; unknown keys never do.
+            for r in [ok, limited, response(&doc, op, "400").unwrap()] {
+                for name in OPTIONAL_HEADERS {
+                    assert_eq!(r["headers"][name]["required"], false, "{label} {name}");
+                    assert_eq!(r["headers"][name]["schema"]["type"], "integer", "{label} {name}");
+                }
+            }
+            assert!(response(&doc, op, "401").unwrap()["headers"].get("RateLimit-Limit").is_none());
             if method == "get" {
                 assert!(response(&doc, op, "304").is_some(), "{label} lacks 304");
                 assert_eq!(ok["headers"]["ETag"]["required"], true, "{label}");
@@ -822,6 +830,13 @@ mod tests {
                 assert_eq!(id["schema"]["format"], "uuid", "{label}");
                 assert_eq!(id["example"], SAMPLE_VEHICLE_ID, "{label}");
             }
+        }
+        let readyz = &doc["paths"]["/readyz"]["get"];
+        let not_ready = response(&doc, readyz, "503").unwrap();
+        assert_eq!(not_ready["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/NotReady");
+        let schema = &doc["components"]["schemas"]["NotReady"];
+        for member in ["success", "error", "last_reload"] {
+            assert!(schema["properties"].get(member).is_some(), "NotReady lacks {member}");
         }
         let compare = &doc["paths"]["/compare"]["post"];
         for status in ["413", "415"] {

@@ -161,7 +161,11 @@ fn path_str(p: &Path) -> &str {
 fn eventually(server: &Server, what: &str, check: impl Fn() -> bool) {
     let start = Instant::now();
     while !check() {
-        assert!(start.elapsed() < Duration::from_secs(15), "{what} did not happen within 15 s; log:\n{}", server.logs());
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "{what} did not happen within 15 s; log:\n{}",
+            server.logs()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -183,7 +187,8 @@ fn setup(tag: &str, entries: &[(&str, &str, Option<u32>)]) -> (PathBuf, PathBuf,
 #[test]
 fn quota_is_a_token_bucket_with_ratelimit_headers_and_429() {
     let (_dir, data, creds) = setup("quota", &[("limited", "s1", Some(3)), (KEY, SECRET, None)]);
-    let server = Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
+    let server =
+        Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
     let path = "/catalog/vehicles?page_size=1";
     // The burst is the whole quota; each answer says what is left.
     for expected in [2, 1, 0] {
@@ -321,7 +326,8 @@ fn demo_pair_on_a_public_address_is_refused_unless_allowed() {
 fn starts_without_data_then_serves_when_a_valid_export_appears() {
     let (dir, _, creds) = setup("no-data", &[(KEY, SECRET, None)]);
     let data = dir.join("missing.parquet");
-    let server = Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
+    let server =
+        Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
     let path = "/catalog/vehicles?page_size=1";
     assert_error(into_json(server.get(path, KEY, SECRET)), 503, "SERVICE_UNAVAILABLE");
     let (status, body) = server.readyz();
@@ -467,7 +473,8 @@ fn start_trickled_compare(server: &Server) -> (TcpStream, Vec<u8>) {
 #[test]
 fn sigterm_finishes_requests_in_flight_refuses_new_ones_and_exits_0() {
     let (dir, data, creds) = setup("shutdown", &[(KEY, SECRET, None)]);
-    let mut server = Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
+    let mut server =
+        Server::start(&["--bind", "127.0.0.1:0", "--data", path_str(&data), "--credentials", path_str(&creds)]);
     let (mut stream, rest) = start_trickled_compare(&server);
     std::thread::sleep(Duration::from_millis(300));
     server.signal(libc::SIGTERM);
