@@ -157,7 +157,7 @@ pub struct CredentialsFileArg {
 pub struct CredentialsAddArgs {
     #[command(flatten)]
     pub file: CredentialsFileArg,
-    /// Name of the client (shown in logs and by `list`).
+    /// Name of the client (shown by `list`).
     #[arg(long, env = "ECO_CREDENTIAL_NAME")]
     pub name: String,
     /// Requests per minute: the size of the key's token bucket, refilled at N/60 per second

@@ -525,6 +525,8 @@ fn finish_api(method: Method, op: &mut Operation) {
         |s| s >= 400,
         &[("X-Request-Id", request_id_header()), ("Cache-Control", cache_control_header("no-store"))],
     );
+    // Failures past the credentials check carry the key's quota state too.
+    add_headers(r, |s| s >= 400 && s != 401, &rate_limit_headers());
     for shared in [
         Shared::BadRequest,
         Shared::Unauthorized,
