@@ -9,9 +9,9 @@ use tracing_subscriber::EnvFilter;
 
 use eco_insights::config::{Cli, Command, GenerateArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load::{self, LoadError};
+use eco_insights::engine::reload;
 use eco_insights::engine::store::Store;
 use eco_insights::engine::views::Views;
-use eco_insights::engine::{self, reload};
 use eco_insights::sample;
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
@@ -94,7 +94,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let views = Views::read(&args.queries, &cost)?;
     let snapshot = load::load_file(&args.data, &views).map_err(|e: LoadError| anyhow::anyhow!("{e}"))?;
-    engine::warm(&snapshot);
+    eco_insights::http::warm(&snapshot);
     tracing::info!(
         version = %snapshot.info.version,
         rows = snapshot.info.rows,
@@ -116,7 +116,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
-        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, engine::warm);
+        let reloader =
+            reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, eco_insights::http::warm);
         tokio::spawn(reloader.run(std::time::Duration::from_millis(args.reload_interval_ms)));
         app.run_until(shutdown_signal()).await?;
         tracing::info!("stopped");

@@ -9,7 +9,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use polars::prelude::*;
 use rayon::slice::ParallelSliceMut;
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::publish::round_published;
@@ -35,7 +34,7 @@ impl RowFilter {
 }
 
 /// One vehicle with its catalog fields, published metrics and precomputed positions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Vehicle {
     pub id: Uuid,
     pub marca: String,
