@@ -7,5 +7,6 @@
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod memory;
 pub mod priority;
 pub mod sample;

@@ -23,16 +23,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// cores (Polars parallelises inside a plan) and each keeps allocator caches of its own.
 const BLOCKING_THREADS: usize = 4;
 
-/// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (its C header's enum order).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
 /// Purge freed memory at once instead of after a delay: a load's transient buffers (the parsed
 /// export, the views' intermediate columns) leave the process as soon as the snapshot is built.
 /// `MIMALLOC_PURGE_DELAY` in the environment still wins.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide allocator option before any other thread runs.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+        unsafe {
+            libmimalloc_sys::mi_option_set(15 /* mi_option_purge_delay */, 0)
+        };
     }
 }
 use eco_insights::http::auth::Credentials;
@@ -93,8 +92,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let views = Views::read(&args.queries, &cost)?;
-    let snapshot = load::load_file(&args.data, &views).map_err(|e: LoadError| anyhow::anyhow!("{e}"))?;
-    eco_insights::http::warm(&snapshot);
+    let snapshot = eco_insights::memory::during_load(|| {
+        let snapshot = load::load_file(&args.data, &views)?;
+        eco_insights::http::warm(&snapshot);
+        Ok::<_, LoadError>(snapshot)
+    })
+    .map_err(|e: LoadError| anyhow::anyhow!("{e}"))?;
     tracing::info!(
         version = %snapshot.info.version,
         rows = snapshot.info.rows,

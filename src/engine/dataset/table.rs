@@ -272,6 +272,7 @@ impl Table {
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let catalog = catalog_permutation(&frame)?;
+        tracing::debug!(ms = ms(t), "catalog permutation");
         let mut position = vec![0u32; catalog.len()];
         for (p, &row) in catalog.iter().enumerate() {
             position[row as usize] = p as u32;
