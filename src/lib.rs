@@ -8,5 +8,6 @@ pub mod config;
 pub mod credentials;
 pub mod engine;
 pub mod http;
+pub mod memory;
 pub mod priority;
 pub mod sample;

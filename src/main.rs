@@ -12,7 +12,7 @@ use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, Serve
 use eco_insights::engine::load;
 use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
-use eco_insights::engine::{self, reload};
+use eco_insights::engine::reload;
 use eco_insights::{credentials, sample};
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
@@ -24,16 +24,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// cores (Polars parallelises inside a plan) and each keeps allocator caches of its own.
 const BLOCKING_THREADS: usize = 4;
 
-/// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (its C header's enum order).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
 /// Purge freed memory at once instead of after a delay: a load's transient buffers (the parsed
 /// export, the views' intermediate columns) leave the process as soon as the snapshot is built.
 /// `MIMALLOC_PURGE_DELAY` in the environment still wins.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide allocator option before any other thread runs.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+        unsafe {
+            libmimalloc_sys::mi_option_set(15 /* mi_option_purge_delay */, 0)
+        };
     }
 }
 use eco_insights::http::auth::Credentials;
@@ -149,9 +148,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let views = Views::read(&args.queries, &cost)?;
     let store = Arc::new(Store::new(None));
     tracing::info!(file = %args.data.display(), "loading dataset");
-    match load::load_file_limited(&args.data, &views, args.max_data_bytes) {
+    let loaded = eco_insights::memory::during_load(|| {
+        let snapshot = load::load_file_limited(&args.data, &views, args.max_data_bytes)?;
+        eco_insights::http::warm(&snapshot);
+        Ok::<_, load::LoadError>(snapshot)
+    });
+    match loaded {
         Ok(snapshot) => {
-            engine::warm(&snapshot);
             tracing::info!(
                 version = %snapshot.info.version,
                 rows = snapshot.info.rows,
@@ -180,7 +183,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
         let interval = Duration::from_millis(args.reload_interval_ms);
-        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, engine::warm)
+        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, eco_insights::http::warm)
             .with_max_bytes(args.max_data_bytes);
         tokio::spawn(reloader.run(interval));
         tokio::spawn(CredentialsReloader::new(args.credentials.clone(), state, demo_allowed).run(interval));

@@ -13,7 +13,7 @@ pub mod dataset;
 pub mod ops;
 
 pub use dataset::{load, publish, reload, schema, snapshot, store, table, text_index, views};
-pub use ops::{catalog, compare, filters, insights, labels, rankings, vehicles};
+pub use ops::{catalog, compare, filters, insights, rankings, vehicles};
 
 use dataset::snapshot::Snapshot;
 

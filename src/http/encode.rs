@@ -201,11 +201,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::engine::catalog::CatalogVehicle;
-    use crate::engine::insights::{EcoScoreItem, EfficiencyItem};
     use crate::engine::load::load_bytes;
-    use crate::engine::rankings::RankingItem;
     use crate::engine::views::{CostConfig, Views};
+    use crate::http::wire::catalog::CatalogVehicle;
+    use crate::http::wire::insights::{EcoScoreItem, EfficiencyItem};
+    use crate::http::wire::rankings::RankingItem;
 
     #[test]
     fn rows_encode_exactly_like_the_response_schemas() {

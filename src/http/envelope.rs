@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::engine::filters::Pagination;
 use crate::engine::snapshot::Snapshot;
+use crate::http::wire::Pagination;
 
 use super::error::ApiError;
 use super::{AppState, RequestId, DATASET_VERSION};

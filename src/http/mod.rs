@@ -10,6 +10,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod params;
 pub mod routes;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,6 +65,16 @@ impl AppState {
     /// Puts a new set of credentials in force for the next requests.
     pub fn replace_credentials(&self, credentials: Credentials) {
         self.inner.credentials.store(Arc::new(credentials));
+    }
+}
+
+/// Prepares a snapshot before it serves: the engine's dataset-only work and the fixed answers
+/// serialised once, so the first requests are lookups. Failures surface on the first request
+/// that needs them.
+pub fn warm(snapshot: &crate::engine::snapshot::Snapshot) {
+    crate::engine::warm(snapshot);
+    if let Err(e) = wire::rankings::fixed_answers(snapshot) {
+        tracing::error!(error = %e, "the fixed answers of the new dataset could not be serialised");
     }
 }
 

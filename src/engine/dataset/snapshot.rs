@@ -5,12 +5,11 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
-use serde::Serialize;
 
 use super::table::Table;
 
 /// Facts about where a snapshot came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct DatasetInfo {
     /// Hash of everything an answer depends on (export, views, cost configuration).
     pub version: String,

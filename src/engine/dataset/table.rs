@@ -9,7 +9,6 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use polars::prelude::*;
 use rayon::slice::ParallelSliceMut;
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::publish::round_published;
@@ -35,7 +34,7 @@ impl RowFilter {
 }
 
 /// One vehicle with its catalog fields, published metrics and precomputed positions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Vehicle {
     pub id: Uuid,
     pub marca: String,
@@ -273,6 +272,7 @@ impl Table {
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let catalog = catalog_permutation(&frame)?;
+        tracing::debug!(ms = ms(t), "catalog permutation");
         let mut position = vec![0u32; catalog.len()];
         for (p, &row) in catalog.iter().enumerate() {
             position[row as usize] = p as u32;

@@ -1,23 +1,20 @@
 //! Side-by-side comparison of 2–4 vehicles (API-CONTRACT §4, POST /compare): winners and ties
 //! per criterion and an overall score from min-max normalised published values.
 
-use serde::Serialize;
 use uuid::Uuid;
 
 use crate::engine::dataset::table::{Table, Vehicle};
 
 /// Whether a criterion's best value is its largest or its smallest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {
     Min,
     Max,
 }
 
 /// One comparison criterion: its key and best direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Criterion {
-    #[schema(example = "eco_score")]
     pub key: &'static str,
     pub direction: Direction,
 }
@@ -41,79 +38,29 @@ fn value(v: &Vehicle, key: &str) -> Option<f64> {
     }
 }
 
-/// `vehicles[].computed`: the published metrics behind the comparison.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Computed {
-    pub co2_referencia_g_km: Option<f64>,
-    pub eficiencia_media_referencia: Option<f64>,
-    pub autonomia_km: Option<f64>,
-    pub custo_anual_estimado: Option<f64>,
-}
-
-/// One compared vehicle.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct ComparedVehicle {
-    pub vehicle_id: Uuid,
-    pub eco_score: Option<f64>,
-    #[schema(value_type = Option<super::labels::FaixaEcoScore>, example = "Bom")]
-    pub eco_faixa: Option<String>,
-    pub computed: Computed,
-}
-
-/// Every vehicle sharing the best value of each criterion (empty when no vehicle has a value),
-/// in request order.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct WinnerByCriterion {
-    pub eco_score: Vec<Uuid>,
-    pub co2_referencia_g_km: Vec<Uuid>,
-    pub eficiencia_media_referencia: Vec<Uuid>,
-    pub autonomia_km: Vec<Uuid>,
-}
-
-/// A criterion whose best value is shared by two or more vehicles.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Tie {
-    #[schema(example = "eco_score")]
-    pub criterion: &'static str,
-    pub vehicle_ids: Vec<Uuid>,
-}
-
-/// Requested ids that match no vehicle.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct MissingData {
-    pub vehicles_not_found: Vec<Uuid>,
-}
-
-/// The overall score of one vehicle.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct ScoreGeral {
-    pub vehicle_id: Uuid,
-    /// Mean over the four criteria of the min-max normalised value (0–100), one decimal.
-    pub score_geral_final: f64,
-}
-
-/// `summary`: overall scores and the overall winner.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct CompareSummary {
-    /// One entry per compared vehicle, in request order.
-    pub score_geral: Vec<ScoreGeral>,
-    /// Highest score_geral_final, then higher eco score, then id; null when no vehicle was found.
-    pub vencedor_geral: Option<Uuid>,
-}
-
-/// `data.data` of POST /compare.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+/// The comparison of the found vehicles.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    /// The vehicles found, in request order.
-    pub vehicles: Vec<ComparedVehicle>,
-    pub criteria: Vec<Criterion>,
-    pub winner_by_criterion: WinnerByCriterion,
-    pub ties: Vec<Tie>,
-    pub missing_data: MissingData,
-    pub summary: CompareSummary,
+    /// The vehicles found, in request order, each once.
+    pub vehicles: Vec<Vehicle>,
+    /// Per criterion of [`CRITERIA`] (same order): the vehicles holding the best value, in
+    /// `vehicles` order; empty when none has a value.
+    pub winners: [Vec<Uuid>; 4],
+    /// The requested ids not in the catalog, in request order, each once.
+    pub missing: Vec<Uuid>,
+    /// `score_geral_final` of each vehicle, in `vehicles` order (one decimal).
+    pub scores: Vec<f64>,
+    /// Highest overall score; ties by higher eco score, then lower id.
+    pub overall_winner: Option<Uuid>,
 }
 
-/// Publishes a score at one decimal with the service's one rounding rule.
+impl Comparison {
+    /// The criteria won by two vehicles or more, with their winners.
+    pub fn ties(&self) -> impl Iterator<Item = (Criterion, &[Uuid])> {
+        CRITERIA.into_iter().zip(&self.winners).filter(|(_, w)| w.len() >= 2).map(|(c, w)| (c, w.as_slice()))
+    }
+}
+
 fn round1(x: f64) -> f64 {
     crate::engine::dataset::publish::round_published(x, 1)
 }
@@ -130,8 +77,7 @@ pub fn compare(snapshot: &Table, ids: &[Uuid]) -> Comparison {
             None => {}
         }
     }
-    let found: Vec<&Vehicle> = found.iter().collect();
-    compare_vehicles(&found, missing)
+    compare_vehicles(found, missing)
 }
 
 /// The vehicles sharing the best value of `criterion` (empty when none has a value).
@@ -162,65 +108,26 @@ fn normalised(found: &[&Vehicle], v: &Vehicle, criterion: Criterion) -> f64 {
 }
 
 /// The comparison of vehicles already looked up (request order, no duplicates).
-pub fn compare_vehicles(found: &[&Vehicle], missing: Vec<Uuid>) -> Comparison {
-    let vehicles = found
-        .iter()
-        .map(|v| ComparedVehicle {
-            vehicle_id: v.id,
-            eco_score: v.eco_score,
-            eco_faixa: v.eco_faixa.clone(),
-            computed: Computed {
-                co2_referencia_g_km: v.co2_referencia_g_km,
-                eficiencia_media_referencia: v.eficiencia_media_referencia,
-                autonomia_km: v.autonomia_km,
-                custo_anual_estimado: v.custo_anual_estimado,
-            },
-        })
-        .collect();
-
-    let [eco, co2, efic, autonomia] = CRITERIA.map(|c| winners(found, c));
-    let ties = CRITERIA
-        .iter()
-        .zip([&eco, &co2, &efic, &autonomia])
-        .filter(|(_, w)| w.len() >= 2)
-        .map(|(c, w)| Tie { criterion: c.key, vehicle_ids: w.clone() })
-        .collect();
-
-    let score_geral: Vec<ScoreGeral> = found
+pub fn compare_vehicles(vehicles: Vec<Vehicle>, missing: Vec<Uuid>) -> Comparison {
+    let found: Vec<&Vehicle> = vehicles.iter().collect();
+    let winners = CRITERIA.map(|c| winners(&found, c));
+    let scores: Vec<f64> = found
         .iter()
         .map(|v| {
-            let sum: f64 = CRITERIA.iter().map(|&c| normalised(found, v, c)).sum();
-            ScoreGeral { vehicle_id: v.id, score_geral_final: round1(sum / CRITERIA.len() as f64) }
+            let sum: f64 = CRITERIA.iter().map(|&c| normalised(&found, v, c)).sum();
+            round1(sum / CRITERIA.len() as f64)
         })
         .collect();
-    let vencedor_geral = found
+    let overall_winner = found
         .iter()
-        .zip(&score_geral)
+        .zip(&scores)
         .max_by(|(a, sa), (b, sb)| {
-            sa.score_geral_final
-                .total_cmp(&sb.score_geral_final)
-                .then_with(|| cmp_score(a.eco_score, b.eco_score))
-                // Lower id wins, so it must compare as the greater one.
-                .then_with(|| b.id.cmp(&a.id))
+            sa.total_cmp(sb).then_with(|| cmp_score(a.eco_score, b.eco_score)).then_with(|| b.id.cmp(&a.id))
         })
         .map(|(v, _)| v.id);
-
-    Comparison {
-        vehicles,
-        criteria: CRITERIA.to_vec(),
-        winner_by_criterion: WinnerByCriterion {
-            eco_score: eco,
-            co2_referencia_g_km: co2,
-            eficiencia_media_referencia: efic,
-            autonomia_km: autonomia,
-        },
-        ties,
-        missing_data: MissingData { vehicles_not_found: missing },
-        summary: CompareSummary { score_geral, vencedor_geral },
-    }
+    Comparison { vehicles, winners, missing, scores, overall_winner }
 }
 
-/// Orders eco scores with a missing score below every present one.
 fn cmp_score(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
     match (a, b) {
         (Some(x), Some(y)) => x.total_cmp(&y),
@@ -283,18 +190,18 @@ mod tests {
         let a = vehicle(1, Some(70.0), Some(100.0), Some(13.0), Some(650.0));
         let b = vehicle(2, Some(70.0), Some(100.0), Some(11.0), Some(550.0));
         let c = vehicle(3, None, None, Some(11.0), Some(880.0));
-        let r = compare_vehicles(&[&a, &b, &c], vec![id(9)]);
-        assert_eq!(r.winner_by_criterion.eco_score, vec![id(1), id(2)]);
-        assert_eq!(r.winner_by_criterion.co2_referencia_g_km, vec![id(1), id(2)]);
-        assert_eq!(r.winner_by_criterion.eficiencia_media_referencia, vec![id(1)]);
-        assert_eq!(r.winner_by_criterion.autonomia_km, vec![id(3)]);
-        let tied: Vec<&str> = r.ties.iter().map(|t| t.criterion).collect();
+        let r = compare_vehicles(vec![a, b, c], vec![id(9)]);
+        assert_eq!(r.winners[0], vec![id(1), id(2)]);
+        assert_eq!(r.winners[1], vec![id(1), id(2)]);
+        assert_eq!(r.winners[2], vec![id(1)]);
+        assert_eq!(r.winners[3], vec![id(3)]);
+        let tied: Vec<&str> = r.ties().map(|(c, _)| c.key).collect();
         assert_eq!(tied, vec!["eco_score", "co2_referencia_g_km"]);
-        let scores: Vec<f64> = r.summary.score_geral.iter().map(|s| s.score_geral_final).collect();
+        let scores = r.scores.clone();
         // a: 100 + 100 + 100 + 100·100/330; b: 100 + 100 + 0 + 0; c: 0 + 0 + 0 + 100.
         assert_eq!(scores, vec![82.6, 50.0, 25.0]);
-        assert_eq!(r.summary.vencedor_geral, Some(id(1)));
-        assert_eq!(r.missing_data.vehicles_not_found, vec![id(9)]);
+        assert_eq!(r.overall_winner, Some(id(1)));
+        assert_eq!(r.missing, vec![id(9)]);
     }
 
     #[test]
@@ -302,39 +209,30 @@ mod tests {
         // Each wins two criteria: 50 / 50, the higher eco score wins although its id is larger.
         let a = vehicle(1, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
         let b = vehicle(2, Some(65.0), Some(110.0), Some(12.0), Some(600.0));
-        let r = compare_vehicles(&[&a, &b], vec![]);
-        assert_eq!(r.summary.vencedor_geral, Some(id(2)));
+        let r = compare_vehicles(vec![a, b], vec![]);
+        assert_eq!(r.overall_winner, Some(id(2)));
         // Identical vehicles: every criterion tied, 100 each, the lower id wins.
         let c = vehicle(5, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
         let d = vehicle(4, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
-        let r = compare_vehicles(&[&c, &d], vec![]);
-        assert_eq!(r.summary.vencedor_geral, Some(id(4)));
-        assert_eq!(r.ties.len(), 4);
-        assert!(r.summary.score_geral.iter().all(|s| s.score_geral_final == 100.0));
+        let r = compare_vehicles(vec![c, d], vec![]);
+        assert_eq!(r.overall_winner, Some(id(4)));
+        assert_eq!(r.ties().count(), 4);
+        assert!(r.scores.iter().all(|s| *s == 100.0));
     }
 
     #[test]
     fn nulls_score_zero_and_empty_comparison_has_no_winner() {
         let a = vehicle(1, None, None, None, None);
         let b = vehicle(2, None, None, Some(10.0), None);
-        let r = compare_vehicles(&[&a, &b], vec![]);
-        assert!(r.winner_by_criterion.eco_score.is_empty());
-        assert_eq!(r.winner_by_criterion.eficiencia_media_referencia, vec![id(2)]);
-        let scores: Vec<f64> = r.summary.score_geral.iter().map(|s| s.score_geral_final).collect();
+        let r = compare_vehicles(vec![a, b], vec![]);
+        assert!(r.winners[0].is_empty());
+        assert_eq!(r.winners[2], vec![id(2)]);
+        let scores = r.scores.clone();
         assert_eq!(scores, vec![0.0, 25.0]);
-        assert!(r.ties.is_empty());
-        let r = compare_vehicles(&[], vec![id(7), id(8)]);
-        assert_eq!(r.summary.vencedor_geral, None);
-        assert!(r.vehicles.is_empty() && r.summary.score_geral.is_empty());
-        assert_eq!(r.criteria.len(), 4);
-    }
-
-    #[test]
-    fn serialises_with_the_contract_keys() {
-        let a = vehicle(1, Some(50.0), Some(100.0), None, None);
-        let json = serde_json::to_value(compare_vehicles(&[&a], vec![])).unwrap();
-        assert_eq!(json["criteria"][1], serde_json::json!({"key": "co2_referencia_g_km", "direction": "min"}));
-        let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
-        assert_eq!(keys, vec!["vehicles", "criteria", "winner_by_criterion", "ties", "missing_data", "summary"]);
+        assert_eq!(r.ties().count(), 0);
+        let r = compare_vehicles(vec![], vec![id(7), id(8)]);
+        assert_eq!(r.overall_winner, None);
+        assert!(r.vehicles.is_empty() && r.scores.is_empty());
+        assert_eq!(r.missing, vec![id(7), id(8)]);
     }
 }

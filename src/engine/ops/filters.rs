@@ -2,8 +2,6 @@
 //! helpers every listing shares.
 
 use polars::prelude::*;
-use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::engine::dataset::schema::ID_RANK;
 use crate::engine::dataset::table::RowFilter;
@@ -61,20 +59,6 @@ impl Filters {
         }
         Some((min.unwrap_or(i32::MIN), max.unwrap_or(i32::MAX)))
     }
-
-    /// The filters as received, with typed values, for `meta.filters_applied`.
-    pub fn applied(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        for f in &self.text {
-            m.insert(f.param.to_string(), Value::String(f.value.clone()));
-        }
-        for (k, v) in [("ano", self.ano), ("ano_min", self.ano_min), ("ano_max", self.ano_max)] {
-            if let Some(v) = v {
-                m.insert(k.to_string(), Value::from(v));
-            }
-        }
-        m
-    }
 }
 
 pub use crate::engine::dataset::publish::{published, published_mean};
@@ -92,20 +76,12 @@ impl Default for PageRequest {
     }
 }
 
-/// `meta.pagination`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct Pagination {
-    pub page: u64,
-    pub page_size: u32,
-    pub total: u64,
-    pub total_pages: u64,
-}
-
 /// One page of a listing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
     pub items: Vec<T>,
-    pub pagination: Pagination,
+    /// How many items the whole list has.
+    pub total: usize,
 }
 
 /// Sorts `lf` by `keys` (column, descending), nulls last, with the id ascending (its rank,
@@ -123,17 +99,6 @@ impl PageRequest {
     pub fn range(&self, total: usize) -> std::ops::Range<usize> {
         let start = (self.page - 1).saturating_mul(self.page_size as u64).min(total as u64) as usize;
         start..(start + self.page_size as usize).min(total)
-    }
-
-    /// The pagination of a list of `total` items.
-    pub fn pagination(&self, total: usize) -> Pagination {
-        let total = total as u64;
-        Pagination {
-            page: self.page,
-            page_size: self.page_size,
-            total,
-            total_pages: total.div_ceil(self.page_size as u64),
-        }
     }
 }
 
@@ -158,23 +123,11 @@ mod tests {
     }
 
     #[test]
-    fn applied_echoes_typed_values() {
-        let f = Filters {
-            text: vec![TextFilter::new("marca", "Fiat").unwrap()],
-            ano_min: Some(2015),
-            ..Default::default()
-        };
-        assert_eq!(serde_json::to_string(&f.applied()).unwrap(), r#"{"marca":"Fiat","ano_min":2015}"#);
-    }
-
-    #[test]
     fn pagination_past_the_end_is_empty() {
         let p = PageRequest { page: 3, page_size: 2 };
         assert_eq!(p.range(3), 3..3);
-        assert_eq!((p.pagination(3).total, p.pagination(3).total_pages), (3, 2));
         assert_eq!(PageRequest { page: 2, page_size: 2 }.range(3), 2..3);
         let last = PageRequest { page: u64::MAX, page_size: 100 };
         assert_eq!(last.range(1), 1..1);
-        assert_eq!(last.pagination(1).total_pages, 1);
     }
 }

@@ -3,9 +3,9 @@
 //! filtered served frame. Every average is taken over the published (already rounded)
 //! per-vehicle values, ignores nulls, and is itself rounded to 2 decimals, half to even.
 
+use std::sync::Arc;
+
 use polars::prelude::*;
-use serde::Serialize;
-use uuid::Uuid;
 
 use super::filters::{published_mean, Filters, Page, PageRequest};
 use crate::engine::dataset::table::Table;
@@ -43,146 +43,53 @@ pub const CO2_BANDS: [Band; 4] = [
     Band { faixa: "180+", upper: None },
 ];
 
-/// `mediasGerais`: means over the filtered vehicles (null when no vehicle has the value).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MediasGerais {
-    /// Mean eco score (0–100), 2 decimals.
-    #[schema(required = true, example = 55.38)]
-    pub eco_score_medio: Option<f64>,
-    /// Mean of consumo_referencia (MJ/km), 2 decimals.
-    #[schema(required = true, example = 1.27)]
-    pub consumo_medio: Option<f64>,
-    /// Mean of co2_referencia_g_km (g/km), 2 decimals.
-    #[schema(required = true, example = 112.22)]
-    pub emissao_media: Option<f64>,
-}
-
-/// A category and its mean eco score.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CategoriaEcoScore {
-    #[schema(example = "SUV")]
-    pub categoria: String,
-    /// Mean eco score of the category's scored vehicles, 2 decimals.
-    #[schema(example = 72.45)]
-    pub eco_score_medio: f64,
-}
-
-/// How many vehicles fall in one band.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct FaixaTotal {
-    /// Band label, e.g. "0-40" (lower bound exclusive, upper inclusive; 0 is in the first band).
-    #[schema(example = "40-60")]
-    pub faixa: String,
+/// How many values fall in one band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BandCount {
+    pub band: &'static str,
     pub total: u64,
 }
 
-/// `GET /insights/summary`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct InsightsSummary {
-    pub medias_gerais: MediasGerais,
-    /// Up to 3 categories with the highest mean eco score, best first (ties: categoria ascending).
-    pub melhores_categorias: Vec<CategoriaEcoScore>,
-    /// Up to 3 categories with the lowest mean eco score, worst first (ties: categoria ascending).
-    pub piores_categorias: Vec<CategoriaEcoScore>,
-    /// Always the four bands "0-40", "40-60", "60-80", "80-100", in that order.
-    pub distribuicao_eco_score: Vec<FaixaTotal>,
+/// Published means over a set of vehicles (`None` when no vehicle has the value).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Means {
+    pub eco_score: Option<f64>,
+    /// Of consumo_referencia (MJ/km).
+    pub consumo: Option<f64>,
+    /// Of co2_referencia_g_km (g/km).
+    pub co2: Option<f64>,
 }
 
-/// An item of `GET /insights/efficiency`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EfficiencyItem {
-    pub vehicle_id: Uuid,
-    #[schema(example = "Fiat")]
+/// The summary of the filtered vehicles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub means: Means,
+    /// Up to [`CATEGORY_LIST_LEN`] categories with the highest mean eco score, best first
+    /// (ties: categoria ascending).
+    pub best_categories: Vec<(String, f64)>,
+    /// Up to [`CATEGORY_LIST_LEN`] categories with the lowest mean eco score, worst first.
+    pub worst_categories: Vec<(String, f64)>,
+    /// Every band of [`ECO_SCORE_BANDS`], in order.
+    pub eco_score_bands: Vec<BandCount>,
+}
+
+/// The emissions of the filtered vehicles.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emissions {
+    /// Mean CO2 by categoria, ascending by mean then key; categories without CO2 left out.
+    pub by_category: Vec<(String, f64)>,
+    /// Mean CO2 by combustivel_tipo, likewise.
+    pub by_fuel: Vec<(String, f64)>,
+    /// Every band of [`CO2_BANDS`], in order.
+    pub co2_bands: Vec<BandCount>,
+}
+
+/// The aggregates of one brand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrandStats {
     pub marca: String,
-    #[schema(example = "Argo")]
-    pub modelo: String,
-    #[schema(example = "1.0 MT")]
-    pub versao: String,
-    #[schema(example = 2024)]
-    pub ano: i32,
-    #[schema(example = "Compacto")]
-    pub categoria: String,
-    #[schema(example = "Flex")]
-    pub combustivel_tipo: String,
-    /// Mean of city and highway efficiency (km/unidade), 2 decimals.
-    #[schema(example = 13.5)]
-    pub eficiencia_media_referencia: f64,
-    /// MJ/km, 2 decimals.
-    #[schema(required = true)]
-    pub consumo_referencia: Option<f64>,
-    /// km, 2 decimals.
-    #[schema(required = true)]
-    pub autonomia_km: Option<f64>,
-}
-
-/// An item of `GET /insights/eco-scores`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EcoScoreItem {
-    pub vehicle_id: Uuid,
-    #[schema(example = "Fiat")]
-    pub marca: String,
-    #[schema(example = "Argo")]
-    pub modelo: String,
-    #[schema(example = "1.0 MT")]
-    pub versao: String,
-    #[schema(example = 2024)]
-    pub ano: i32,
-    #[schema(example = "Compacto")]
-    pub categoria: String,
-    /// Eco score 0–100, 1 decimal.
-    #[schema(example = 63.4)]
-    pub eco_score: f64,
-    /// Band of the score: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80).
-    #[schema(value_type = super::labels::FaixaEcoScore, example = "Bom")]
-    pub faixa: String,
-}
-
-/// A group and its mean.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct GrupoMedia {
-    #[schema(example = "Flex")]
-    pub grupo: String,
-    /// Mean CO2 (g/km) of the group, 2 decimals.
-    #[schema(example = 112.5)]
-    pub media: f64,
-}
-
-/// `GET /insights/emissions`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EmissionsSummary {
-    /// Mean CO2 by categoria, ascending by media then grupo; categories without CO2 are left out.
-    pub media_por_categoria: Vec<GrupoMedia>,
-    /// Mean CO2 by combustivel_tipo, ascending by media then grupo; fuels without CO2 are left out.
-    pub media_por_combustivel: Vec<GrupoMedia>,
-    /// Always the four bands "0-100", "100-130", "130-180", "180+", in that order.
-    pub distribuicao: Vec<FaixaTotal>,
-}
-
-/// An item of `GET /aggregations/by-brand`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct BrandAggregate {
-    /// The brand (marca).
-    #[schema(example = "Fiat")]
-    pub grupo: String,
-    /// Filtered vehicles of the brand.
-    #[schema(example = 12)]
-    pub quantidade_veiculos: u64,
-    /// Mean consumo_referencia (MJ/km), 2 decimals; null when no vehicle of the brand has one.
-    #[schema(required = true)]
-    pub consumo_medio: Option<f64>,
-    /// Mean co2_referencia_g_km (g/km), 2 decimals; null when no vehicle of the brand has one.
-    #[schema(required = true)]
-    pub emissao_media: Option<f64>,
-    /// Mean eco score, 2 decimals; null when no vehicle of the brand has one.
-    #[schema(required = true)]
-    pub eco_score_medio: Option<f64>,
+    pub vehicles: u64,
+    pub means: Means,
 }
 
 /// The published mean of a column (see `filters::published_mean`).
@@ -211,19 +118,19 @@ fn band_counts(column: &str, bands: &[Band]) -> Vec<Expr> {
 }
 
 /// Reads the band counts of [`band_counts`] from a one-row frame.
-fn read_bands(df: &DataFrame, bands: &[Band]) -> PolarsResult<Vec<FaixaTotal>> {
+fn read_bands(df: &DataFrame, bands: &[Band]) -> PolarsResult<Vec<BandCount>> {
     bands
         .iter()
         .enumerate()
         .map(|(i, band)| {
             let total = u64_at(df, &format!("faixa_{i}"))?.unwrap_or(0);
-            Ok(FaixaTotal { faixa: band.faixa.to_string(), total })
+            Ok(BandCount { band: band.faixa, total })
         })
         .collect()
 }
 
 /// How many values of `column` fall in each band (zeros included, bands in the given order).
-pub fn distribution(lf: LazyFrame, column: &str, bands: &[Band]) -> PolarsResult<Vec<FaixaTotal>> {
+pub fn distribution(lf: LazyFrame, column: &str, bands: &[Band]) -> PolarsResult<Vec<BandCount>> {
     let df = lf.select(band_counts(column, bands)).collect()?;
     read_bands(&df, bands)
 }
@@ -278,40 +185,37 @@ fn u64_at(df: &DataFrame, name: &str) -> PolarsResult<Option<u64>> {
 
 /// `GET /insights/summary` over the filtered vehicles (computed once per snapshot when there is
 /// no filter).
-pub fn summary(snapshot: &Table, filters: &Filters) -> PolarsResult<InsightsSummary> {
+pub fn summary(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Summary>> {
     if filters.is_empty() {
-        return snapshot.memo("insights/summary", || summary_of(snapshot, filters)).map(|v| (*v).clone());
+        return snapshot.memo("insights/summary", || summary_of(snapshot, filters));
     }
-    summary_of(snapshot, filters)
+    summary_of(snapshot, filters).map(Arc::new)
 }
 
-fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<InsightsSummary> {
+fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Summary> {
     let lf = snapshot.filtered(&filters.rows(), &[ECO_SCORE, CONSUMO, CO2, "categoria"])?;
     let mut exprs = vec![mean2(ECO_SCORE).alias("eco"), mean2(CONSUMO).alias("consumo"), mean2(CO2).alias("co2")];
     exprs.extend(band_counts(ECO_SCORE, &ECO_SCORE_BANDS));
     let totals = lf.clone().select(exprs).collect()?;
-    let medias_gerais = MediasGerais {
-        eco_score_medio: f64_at(&totals, "eco")?,
-        consumo_medio: f64_at(&totals, "consumo")?,
-        emissao_media: f64_at(&totals, "co2")?,
+    let means = Means {
+        eco_score: f64_at(&totals, "eco")?,
+        consumo: f64_at(&totals, "consumo")?,
+        co2: f64_at(&totals, "co2")?,
     };
     // One aggregation, ordered by mean then categoria: the worst are its head, the best its
     // tail reordered (mean descending, categoria ascending).
     let worst_first = group_means(lf, "categoria", ECO_SCORE, false, None)?;
     let mut best_first = worst_first.clone();
     best_first.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let listed = |groups: Vec<(String, f64)>| -> Vec<CategoriaEcoScore> {
+    let listed = |mut groups: Vec<(String, f64)>| {
+        groups.truncate(CATEGORY_LIST_LEN as usize);
         groups
-            .into_iter()
-            .take(CATEGORY_LIST_LEN as usize)
-            .map(|(categoria, eco_score_medio)| CategoriaEcoScore { categoria, eco_score_medio })
-            .collect()
     };
-    Ok(InsightsSummary {
-        medias_gerais,
-        melhores_categorias: listed(best_first),
-        piores_categorias: listed(worst_first),
-        distribuicao_eco_score: read_bands(&totals, &ECO_SCORE_BANDS)?,
+    Ok(Summary {
+        means,
+        best_categories: listed(best_first),
+        worst_categories: listed(worst_first),
+        eco_score_bands: read_bands(&totals, &ECO_SCORE_BANDS)?,
     })
 }
 
@@ -322,7 +226,7 @@ fn ranked_page(table: &Table, filters: &Filters, metric: &str, page: PageRequest
     let order = table.order(metric, true)?;
     if filters.is_empty() {
         let range = page.range(order.len());
-        return Ok(Page { items: order[range].to_vec(), pagination: page.pagination(order.len()) });
+        return Ok(Page { items: order[range].to_vec(), total: order.len() });
     }
     let range = page.range(usize::MAX);
     let matcher = table.matcher(&filters.rows());
@@ -336,7 +240,7 @@ fn ranked_page(table: &Table, filters: &Filters, metric: &str, page: PageRequest
             total += 1;
         }
     }
-    Ok(Page { items: rows, pagination: page.pagination(total) })
+    Ok(Page { items: rows, total })
 }
 
 /// `GET /insights/efficiency`: the rows of the vehicles with an efficiency, by
@@ -352,39 +256,33 @@ pub fn eco_scores(table: &Table, filters: &Filters, page: PageRequest) -> Polars
 
 /// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there
 /// is no filter).
-pub fn emissions(snapshot: &Table, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+pub fn emissions(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Emissions>> {
     if filters.is_empty() {
-        return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters)).map(|v| (*v).clone());
+        return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters));
     }
-    emissions_of(snapshot, filters)
+    emissions_of(snapshot, filters).map(Arc::new)
 }
 
-fn emissions_of(snapshot: &Table, filters: &Filters) -> PolarsResult<EmissionsSummary> {
+fn emissions_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Emissions> {
     let lf = snapshot.filtered(&filters.rows(), &[CO2, "categoria", "combustivel_tipo"])?;
-    let by = |key: &str| -> PolarsResult<Vec<GrupoMedia>> {
-        Ok(group_means(lf.clone(), key, CO2, false, None)?
-            .into_iter()
-            .map(|(grupo, media)| GrupoMedia { grupo, media })
-            .collect())
-    };
-    Ok(EmissionsSummary {
-        media_por_categoria: by("categoria")?,
-        media_por_combustivel: by("combustivel_tipo")?,
-        distribuicao: distribution(lf.clone(), CO2, &CO2_BANDS)?,
+    Ok(Emissions {
+        by_category: group_means(lf.clone(), "categoria", CO2, false, None)?,
+        by_fuel: group_means(lf.clone(), "combustivel_tipo", CO2, false, None)?,
+        co2_bands: distribution(lf, CO2, &CO2_BANDS)?,
     })
 }
 
 /// `GET /aggregations/by-brand`: one item per brand of the filtered vehicles, by brand
 /// ascending case-insensitively, then byte-wise (computed once per snapshot when there is no
 /// filter).
-pub fn by_brand(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+pub fn by_brand(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Vec<BrandStats>>> {
     if filters.is_empty() {
-        return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters)).map(|v| (*v).clone());
+        return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters));
     }
-    by_brand_of(snapshot, filters)
+    by_brand_of(snapshot, filters).map(Arc::new)
 }
 
-fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandAggregate>> {
+fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandStats>> {
     let df = snapshot
         .filtered(&filters.rows(), &["marca", CONSUMO, CO2, ECO_SCORE])?
         .group_by([col("marca")])
@@ -404,12 +302,10 @@ fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandAgg
         .iter()
         .zip(quantidade.u64()?.iter())
         .enumerate()
-        .map(|(i, (marca, n))| BrandAggregate {
-            grupo: marca.unwrap_or_default().to_string(),
-            quantidade_veiculos: n.unwrap_or(0),
-            consumo_medio: consumo[i],
-            emissao_media: co2[i],
-            eco_score_medio: eco[i],
+        .map(|(i, (marca, n))| BrandStats {
+            marca: marca.unwrap_or_default().to_string(),
+            vehicles: n.unwrap_or(0),
+            means: Means { eco_score: eco[i], consumo: consumo[i], co2: co2[i] },
         })
         .collect())
 }
@@ -422,8 +318,8 @@ mod tests {
         df!("v" => values).unwrap().lazy()
     }
 
-    fn totals(bands: Vec<FaixaTotal>) -> Vec<(String, u64)> {
-        bands.into_iter().map(|b| (b.faixa, b.total)).collect()
+    fn totals(bands: Vec<BandCount>) -> Vec<(String, u64)> {
+        bands.into_iter().map(|b| (b.band.to_string(), b.total)).collect()
     }
 
     #[test]

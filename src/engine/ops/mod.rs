@@ -7,6 +7,5 @@ pub mod catalog;
 pub mod compare;
 pub mod filters;
 pub mod insights;
-pub mod labels;
 pub mod rankings;
 pub mod vehicles;

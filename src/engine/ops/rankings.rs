@@ -9,9 +9,6 @@
 use std::sync::Arc;
 
 use polars::prelude::*;
-use serde::Serialize;
-use serde_json::{Map, Value};
-use uuid::Uuid;
 
 use super::filters::{published, published_mean, sorted, Filters};
 use crate::engine::dataset::table::{Table, Vehicle, ID_RANK, ROW};
@@ -37,29 +34,18 @@ const WORST: &str = "__pior";
 const TOP: &str = "__top";
 
 /// Sort direction of a ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     Asc,
     Desc,
 }
 
 impl Order {
-    /// The query values, as accepted by the `order` parameter.
-    pub const CHOICES: &'static [(&'static str, Order)] = &[("asc", Order::Asc), ("desc", Order::Desc)];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::Asc => "asc",
-            Order::Desc => "desc",
-        }
-    }
-
     pub fn descending(self) -> bool {
         self == Order::Desc
     }
 
-    fn reversed(self) -> Order {
+    pub fn reversed(self) -> Order {
         match self {
             Order::Asc => Order::Desc,
             Order::Desc => Order::Asc,
@@ -67,9 +53,8 @@ impl Order {
     }
 }
 
-/// A metric the parameterised rankings order by (eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm, autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
+/// A metric the parameterised rankings order by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     EcoScore,
     Consumo,
@@ -79,26 +64,6 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// The query values, as accepted by the `metric` parameter.
-    pub const CHOICES: &'static [(&'static str, Metric)] = &[
-        ("eco_score", Metric::EcoScore),
-        ("consumo", Metric::Consumo),
-        ("co2", Metric::Co2),
-        ("autonomia", Metric::Autonomia),
-        ("eficiencia", Metric::Eficiencia),
-    ];
-
-    /// The query value (`eco_score`, `consumo`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::EcoScore => "eco_score",
-            Metric::Consumo => "consumo",
-            Metric::Co2 => "co2",
-            Metric::Autonomia => "autonomia",
-            Metric::Eficiencia => "eficiencia",
-        }
-    }
-
     /// The served frame's column holding the published value.
     pub fn column(self) -> &'static str {
         match self {
@@ -130,16 +95,6 @@ pub enum GroupBy {
 }
 
 impl GroupBy {
-    /// The value echoed in `meta.filters_applied.group_by`.
-    pub fn name(self) -> &'static str {
-        match self {
-            GroupBy::Categoria => "categoria",
-            GroupBy::Combustivel => "combustivel",
-            GroupBy::Marca => "marca",
-            GroupBy::Ano => "ano",
-        }
-    }
-
     /// The column holding the key.
     fn column(self) -> &'static str {
         match self {
@@ -178,198 +133,61 @@ impl RankingQuery {
         let order = order.unwrap_or(metric.natural());
         RankingQuery { filters, metric, order, top: top.clamp(1, MAX_TOP) }
     }
-
-    /// `meta.filters_applied`: the filters received plus the effective metric, order and top
-    /// (and `group_by` on the grouped rankings).
-    pub fn applied(&self, group_by: Option<GroupBy>) -> Map<String, Value> {
-        let mut m = self.filters.applied();
-        m.insert("metric".into(), Value::from(self.metric.name()));
-        m.insert("order".into(), Value::from(self.order.name()));
-        m.insert("top".into(), Value::from(self.top));
-        if let Some(g) = group_by {
-            m.insert("group_by".into(), Value::from(g.name()));
-        }
-        m
-    }
-}
-
-/// Ranking base item (the spec's camelCase shape).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RankingItem {
-    pub vehicle_id: Uuid,
-    #[schema(example = "Fiat")]
-    pub marca: String,
-    #[schema(example = "Argo")]
-    pub modelo: String,
-    #[schema(example = "1.0 MT")]
-    pub versao: String,
-    #[schema(example = 2024)]
-    pub ano: i32,
-    #[schema(example = "Compacto")]
-    pub categoria: String,
-    #[schema(example = "Flex")]
-    pub combustivel_tipo: String,
-    #[schema(example = "Combustão")]
-    pub tipo_propulsao: String,
-    pub transmissao_tipo: Option<String>,
-    /// Eco score, 0–100, one decimal.
-    pub eco_score: Option<f64>,
-    /// MJ/km, two decimals.
-    pub consumo_referencia: Option<f64>,
-    /// g/km, two decimals.
-    #[serde(rename = "co2ReferenciaGKm")]
-    pub co2_referencia_g_km: Option<f64>,
-    /// km, two decimals.
-    pub autonomia_km: Option<f64>,
-    /// km per unit of the reference fuel, two decimals.
-    pub eficiencia_media_referencia: Option<f64>,
-}
-
-impl From<&Vehicle> for RankingItem {
-    fn from(v: &Vehicle) -> Self {
-        RankingItem {
-            vehicle_id: v.id,
-            marca: v.marca.clone(),
-            modelo: v.modelo.clone(),
-            versao: v.versao.clone(),
-            ano: v.ano,
-            categoria: v.categoria.clone(),
-            combustivel_tipo: v.combustivel_tipo.clone(),
-            tipo_propulsao: v.tipo_propulsao.clone(),
-            transmissao_tipo: v.transmissao_tipo.clone(),
-            eco_score: v.eco_score,
-            consumo_referencia: v.consumo_referencia,
-            co2_referencia_g_km: v.co2_referencia_g_km,
-            autonomia_km: v.autonomia_km,
-            eficiencia_media_referencia: v.eficiencia_media_referencia,
-        }
-    }
 }
 
 /// One group of a grouped ranking.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RankingGroup {
-    /// The group key (the year as a string on /rankings/by-year).
-    #[schema(example = "Compacto")]
-    pub grupo: String,
-    /// Mean of the metric over the group's vehicles, two decimals (half to even).
-    pub media_grupo: f64,
-    /// Best vehicle of the group by the metric's natural direction (whatever `order` is).
-    pub melhor: Option<RankingItem>,
-    /// Worst vehicle of the group by the metric's natural direction (whatever `order` is).
-    pub pior: Option<RankingItem>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The group key (the year as text on the by-year ranking).
+    pub key: String,
+    /// Published mean of the metric over the group's vehicles.
+    pub mean: f64,
+    /// Best vehicle of the group by the metric's natural direction (whatever the order is).
+    pub best: Option<Vehicle>,
+    /// Worst vehicle of the group by the metric's natural direction.
+    pub worst: Option<Vehicle>,
     /// The group's top N in the requested order.
-    pub top_items: Vec<RankingItem>,
+    pub top: Vec<Vehicle>,
 }
 
-/// `data.data` of the grouped rankings.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct RankingGroups {
-    pub groups: Vec<RankingGroup>,
+/// The fixed rankings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixedKind {
+    /// Top 10 by eficiencia_media_referencia, highest first.
+    MostEconomical,
+    /// Top 10 by co2_referencia_g_km, lowest first.
+    LowestCo2,
+    /// Top 10 by autonomia_eletrica_km, highest first.
+    LongestElectricRange,
+    /// Top 5 by eco score (listed in the overview only).
+    BestEcoScore,
 }
 
-/// Item of /rankings/most-economical and /rankings/longest-electric-range.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct FixedRankingItem {
-    /// Position in the ranking, from 1.
-    pub ranking_posicao: u32,
-    pub vehicle_id: Uuid,
-    pub marca: String,
-    pub modelo: String,
-    pub versao: String,
-    pub ano: i32,
-    pub categoria: String,
-    pub tipo_propulsao: String,
-    pub combustivel_tipo: String,
-    #[schema(example = "eficiencia_media_referencia")]
-    pub metric_name: String,
-    #[schema(example = "km/unidade")]
-    pub metric_unit: String,
-    pub metric_value: f64,
-}
-
-/// Item of /rankings/lowest-co2 (the spec lists only these fields).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Co2RankingItem {
-    /// Position in the ranking, from 1.
-    pub ranking_posicao: u32,
-    pub vehicle_id: Uuid,
-    #[schema(example = "co2_referencia_g_km")]
-    pub metric_name: String,
-    #[schema(example = "g/km")]
-    pub metric_unit: String,
-    pub metric_value: f64,
-}
-
-/// `data.data` of a fixed ranking.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct FixedRanking<T> {
-    #[schema(value_type = super::labels::RankingTipo, example = "mais-economicos")]
-    pub ranking_type: String,
-    pub items: Vec<T>,
-}
-
-impl<T> Default for FixedRanking<T> {
-    fn default() -> Self {
-        FixedRanking { ranking_type: String::new(), items: Vec::new() }
-    }
-}
-
-/// Item of /rankings/overview.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct OverviewItem {
-    #[schema(value_type = super::labels::RankingTipo, example = "mais-economicos")]
-    pub ranking_tipo: String,
-    /// Position within its ranking, from 1.
-    pub ranking_posicao: u32,
-    pub vehicle_id: Uuid,
-    pub marca: String,
-    pub modelo: String,
-    pub versao: String,
-    pub ano: i32,
-    pub categoria: String,
-    pub tipo_propulsao: String,
-    pub combustivel_tipo: String,
-    pub metrica_valor: f64,
-    #[schema(example = "km/unidade")]
-    pub metrica_unidade: String,
-}
-
-/// `data.data` of /rankings/overview.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Overview {
-    pub items: Vec<OverviewItem>,
+/// One fixed ranking: its top vehicles with the ranked (published) values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FixedTop {
+    pub kind: FixedKind,
+    /// The column ranked.
+    pub metric: &'static str,
+    /// Its unit.
+    pub unit: &'static str,
+    /// Best first.
+    pub entries: Vec<(Vehicle, f64)>,
 }
 
 /// The rankings that depend only on the dataset, computed once per snapshot.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FixedRankings {
-    /// "mais-economicos": top 10 by eficiencia_media_referencia, highest first.
-    pub most_economical: FixedRanking<FixedRankingItem>,
-    /// "co2-menor": top 10 by co2_referencia_g_km, lowest first.
-    pub lowest_co2: FixedRanking<Co2RankingItem>,
-    /// "maior-autonomia-eletrica": top 10 by autonomia_eletrica_km, highest first.
-    pub longest_electric_range: FixedRanking<FixedRankingItem>,
-    /// The top 5 of each fixed ranking plus the top 5 by eco score.
-    pub overview: Overview,
-    /// The four answers above as JSON, serialised once per snapshot.
-    pub json: FixedJson,
-}
-
-/// The fixed rankings serialised once (`data.data` of their answers).
-#[derive(Debug, Clone, Default)]
-pub struct FixedJson {
-    pub most_economical: Arc<str>,
-    pub lowest_co2: Arc<str>,
-    pub longest_electric_range: Arc<str>,
-    pub overview: Arc<str>,
+    pub most_economical: FixedTop,
+    pub lowest_co2: FixedTop,
+    pub longest_electric_range: FixedTop,
+    /// [`OVERVIEW_TOP`] long: the overview lists it.
+    pub best_eco_score: FixedTop,
 }
 
 /// One fixed ranking: what it ranks and how it is labelled.
 struct FixedSpec {
-    ranking_type: &'static str,
+    kind: FixedKind,
     metric_name: &'static str,
     unit: &'static str,
     /// The published value (rounded to the precision of the responses).
@@ -381,21 +199,21 @@ impl FixedSpec {
     fn all() -> [FixedSpec; 4] {
         [
             FixedSpec {
-                ranking_type: "mais-economicos",
+                kind: FixedKind::MostEconomical,
                 metric_name: "eficiencia_media_referencia",
                 unit: "km/unidade",
                 value: col("eficiencia_media_referencia"),
                 order: Order::Desc,
             },
             FixedSpec {
-                ranking_type: "co2-menor",
+                kind: FixedKind::LowestCo2,
                 metric_name: "co2_referencia_g_km",
                 unit: "g/km",
                 value: col("co2_referencia_g_km"),
                 order: Order::Asc,
             },
             FixedSpec {
-                ranking_type: "maior-autonomia-eletrica",
+                kind: FixedKind::LongestElectricRange,
                 metric_name: "autonomia_eletrica_km",
                 unit: "km",
                 // An input column: published like every metric, two decimals half to even.
@@ -403,7 +221,7 @@ impl FixedSpec {
                 order: Order::Desc,
             },
             FixedSpec {
-                ranking_type: "melhor-eco-score",
+                kind: FixedKind::BestEcoScore,
                 metric_name: "eco_score",
                 unit: "pontos",
                 value: col("eco_score"),
@@ -413,12 +231,13 @@ impl FixedSpec {
     }
 
     /// The top `n` vehicles of the whole dataset with their ranked values.
-    fn top(&self, table: &Table, n: u32) -> PolarsResult<Vec<(Vehicle, f64)>> {
+    fn top(&self, table: &Table, n: u32) -> PolarsResult<FixedTop> {
         let lf = sorted(valued(table.lazy(), self.value.clone()), &[(VALUE, self.order.descending())]);
         let lf = lf.limit(n as IdxSize);
         let df = lf.select([col(ROW), col(VALUE).cast(DataType::Float64)]).collect()?;
         let values: Vec<f64> = df.column(VALUE)?.f64()?.into_no_null_iter().collect();
-        Ok(table.rows_of(&df)?.into_iter().zip(values).collect())
+        let entries = table.rows_of(&df)?.into_iter().zip(values).collect();
+        Ok(FixedTop { kind: self.kind, metric: self.metric_name, unit: self.unit, entries })
     }
 }
 
@@ -431,105 +250,17 @@ impl FixedRankings {
     /// Computes every fixed ranking of a table.
     pub fn compute(table: &Table) -> PolarsResult<FixedRankings> {
         let [economical, co2, electric, eco] = FixedSpec::all();
-        let mut overview = Vec::new();
-        let mut push_overview = |spec: &FixedSpec, top: &[(Vehicle, f64)]| {
-            for (i, (v, value)) in top.iter().take(OVERVIEW_TOP).enumerate() {
-                overview.push(OverviewItem {
-                    ranking_tipo: spec.ranking_type.into(),
-                    ranking_posicao: i as u32 + 1,
-                    vehicle_id: v.id,
-                    marca: v.marca.clone(),
-                    modelo: v.modelo.clone(),
-                    versao: v.versao.clone(),
-                    ano: v.ano,
-                    categoria: v.categoria.clone(),
-                    tipo_propulsao: v.tipo_propulsao.clone(),
-                    combustivel_tipo: v.combustivel_tipo.clone(),
-                    metrica_valor: *value,
-                    metrica_unidade: spec.unit.into(),
-                });
-            }
-        };
-
-        let top = economical.top(table, FIXED_TOP)?;
-        push_overview(&economical, &top);
-        let most_economical = full_ranking(&economical, &top);
-
-        let top = co2.top(table, FIXED_TOP)?;
-        push_overview(&co2, &top);
-        let lowest_co2 = FixedRanking {
-            ranking_type: co2.ranking_type.into(),
-            items: top
-                .iter()
-                .enumerate()
-                .map(|(i, (v, value))| Co2RankingItem {
-                    ranking_posicao: i as u32 + 1,
-                    vehicle_id: v.id,
-                    metric_name: co2.metric_name.into(),
-                    metric_unit: co2.unit.into(),
-                    metric_value: *value,
-                })
-                .collect(),
-        };
-
-        let top = electric.top(table, FIXED_TOP)?;
-        push_overview(&electric, &top);
-        let longest_electric_range = full_ranking(&electric, &top);
-
-        let top = eco.top(table, OVERVIEW_TOP as u32)?;
-        push_overview(&eco, &top);
-
-        let overview = Overview { items: overview };
-        let json = |value: &dyn erased::Json| -> PolarsResult<Arc<str>> {
-            value
-                .to_json()
-                .map(Arc::from)
-                .map_err(|e| polars_err!(ComputeError: "cannot serialise a fixed ranking: {e}"))
-        };
-        let json = FixedJson {
-            most_economical: json(&most_economical)?,
-            lowest_co2: json(&lowest_co2)?,
-            longest_electric_range: json(&longest_electric_range)?,
-            overview: json(&overview)?,
-        };
-        Ok(FixedRankings { most_economical, lowest_co2, longest_electric_range, overview, json })
-    }
-}
-
-mod erased {
-    /// Serialises any `Serialize` value behind one trait object.
-    pub trait Json {
-        fn to_json(&self) -> serde_json::Result<String>;
+        Ok(FixedRankings {
+            most_economical: economical.top(table, FIXED_TOP)?,
+            lowest_co2: co2.top(table, FIXED_TOP)?,
+            longest_electric_range: electric.top(table, FIXED_TOP)?,
+            best_eco_score: eco.top(table, OVERVIEW_TOP as u32)?,
+        })
     }
 
-    impl<T: serde::Serialize> Json for T {
-        fn to_json(&self) -> serde_json::Result<String> {
-            serde_json::to_string(self)
-        }
-    }
-}
-
-fn full_ranking(spec: &FixedSpec, top: &[(Vehicle, f64)]) -> FixedRanking<FixedRankingItem> {
-    FixedRanking {
-        ranking_type: spec.ranking_type.into(),
-        items: top
-            .iter()
-            .enumerate()
-            .map(|(i, (v, value))| FixedRankingItem {
-                ranking_posicao: i as u32 + 1,
-                vehicle_id: v.id,
-                marca: v.marca.clone(),
-                modelo: v.modelo.clone(),
-                versao: v.versao.clone(),
-                ano: v.ano,
-                categoria: v.categoria.clone(),
-                tipo_propulsao: v.tipo_propulsao.clone(),
-                combustivel_tipo: v.combustivel_tipo.clone(),
-                metric_name: spec.metric_name.into(),
-                metric_unit: spec.unit.into(),
-                metric_value: *value,
-            })
-            .collect(),
+    /// The four rankings in the overview's order.
+    pub fn all(&self) -> [&FixedTop; 4] {
+        [&self.most_economical, &self.lowest_co2, &self.longest_electric_range, &self.best_eco_score]
     }
 }
 
@@ -557,7 +288,7 @@ fn rows_by_value(order: Order) -> Expr {
 
 /// The grouped rankings: one group per distinct key among the filtered vehicles with a value,
 /// ordered by the group mean in `order` then by key ascending.
-pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<RankingGroups> {
+pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Vec<Group>> {
     let natural = query.metric.natural();
     let lf = valued(
         snapshot.filtered(&query.filters.rows(), &[query.metric.column(), by.column()])?,
@@ -581,7 +312,7 @@ pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsRes
     );
     let df = lf.collect()?;
 
-    let vehicle = |r: Option<u32>| r.map(|r| RankingItem::from(&snapshot.vehicle_at(r)));
+    let vehicle = |r: Option<u32>| r.map(|r| snapshot.vehicle_at(r));
     let keys = df.column(GROUP)?.str()?;
     let means = df.column(MEAN)?.cast(&DataType::Float64)?;
     let means = means.f64()?;
@@ -591,27 +322,29 @@ pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsRes
     let worst = worst.u32()?;
     let mut groups = Vec::with_capacity(df.height());
     for (i, top) in df.column(TOP)?.list()?.series_iter().enumerate() {
-        let top_items = match top {
+        let top = match top {
             Some(rows) => {
                 rows.cast(&DataType::UInt32)?.u32()?.iter().flatten().filter_map(|r| vehicle(Some(r))).collect()
             }
             None => Vec::new(),
         };
-        groups.push(RankingGroup {
-            grupo: keys.get(i).unwrap_or_default().to_string(),
-            media_grupo: means.get(i).unwrap_or_default(),
-            melhor: vehicle(best.get(i)),
-            pior: vehicle(worst.get(i)),
-            top_items,
+        groups.push(Group {
+            key: keys.get(i).unwrap_or_default().to_string(),
+            mean: means.get(i).unwrap_or_default(),
+            best: vehicle(best.get(i)),
+            worst: vehicle(worst.get(i)),
+            top,
         });
     }
-    Ok(RankingGroups { groups })
+    Ok(groups)
 }
 
 #[cfg(test)]
 mod tests {
     use std::cmp::Ordering;
     use std::path::Path;
+
+    use uuid::Uuid;
 
     use super::*;
     use crate::engine::load::load_bytes;
@@ -660,40 +393,33 @@ mod tests {
         ] {
             assert_eq!(RankingQuery::new(Filters::default(), Some(m), None, 5).order, o);
         }
-        let q = RankingQuery::new(Filters::default(), Some(Metric::Co2), Some(Order::Desc), 3);
-        assert_eq!(
-            serde_json::to_string(&q.applied(Some(GroupBy::Ano))).unwrap(),
-            r#"{"metric":"co2","order":"desc","top":3,"group_by":"ano"}"#
-        );
-        for (name, m) in Metric::CHOICES {
-            assert_eq!(m.name(), *name);
-            assert_eq!(serde_json::to_value(m).unwrap(), *name);
-        }
+        assert_eq!(RankingQuery::new(Filters::default(), None, None, 0).top, 1);
+        assert_eq!(RankingQuery::new(Filters::default(), None, None, 1000).top, MAX_TOP);
     }
 
     #[test]
     fn plans_match_a_plain_rust_reference() {
         let s = snapshot(400, 7);
         let all = s.vehicles();
-        for &(_, m) in Metric::CHOICES {
+        for m in [Metric::EcoScore, Metric::Consumo, Metric::Co2, Metric::Autonomia, Metric::Eficiencia] {
             for order in [Order::Asc, Order::Desc] {
                 let q = RankingQuery::new(Filters::default(), Some(m), Some(order), 25);
                 let got: Vec<Uuid> = custom(&s, &q).unwrap().iter().map(|r| s.id_at(*r)).collect();
                 let want: Vec<Uuid> = reference(all.iter(), m, order).iter().take(25).map(|v| v.id).collect();
                 assert_eq!(got, want, "{m:?} {order:?}");
 
-                let groups = grouped(&s, &q, GroupBy::Categoria).unwrap().groups;
+                let groups = grouped(&s, &q, GroupBy::Categoria).unwrap();
                 for g in &groups {
-                    let members = reference(all.iter().filter(|v| v.categoria == g.grupo), m, order);
-                    let top: Vec<Uuid> = g.top_items.iter().map(|i| i.vehicle_id).collect();
+                    let members = reference(all.iter().filter(|v| v.categoria == g.key), m, order);
+                    let top: Vec<Uuid> = g.top.iter().map(|v| v.id).collect();
                     let want: Vec<Uuid> = members.iter().take(25).map(|v| v.id).collect();
                     assert_eq!(top, want);
                     let natural = reference(members.iter().copied(), m, m.natural());
-                    assert_eq!(g.melhor.as_ref().unwrap().vehicle_id, natural[0].id);
+                    assert_eq!(g.best.as_ref().unwrap().id, natural[0].id);
                     let worst = reference(members.iter().copied(), m, m.natural().reversed());
-                    assert_eq!(g.pior.as_ref().unwrap().vehicle_id, worst[0].id);
+                    assert_eq!(g.worst.as_ref().unwrap().id, worst[0].id);
                     let mean = members.iter().map(|v| value(v, m).unwrap()).sum::<f64>() / members.len() as f64;
-                    assert!((g.media_grupo - mean).abs() <= 0.005 + 1e-9, "{} vs {mean}", g.media_grupo);
+                    assert!((g.mean - mean).abs() <= 0.005 + 1e-9, "{} vs {mean}", g.mean);
                 }
                 let mut keys: Vec<&str> =
                     all.iter().filter(|v| value(v, m).is_some()).map(|v| v.categoria.as_str()).collect();
@@ -705,27 +431,25 @@ mod tests {
     }
 
     #[test]
-    fn fixed_rankings_are_computed_once() {
+    fn fixed_rankings_are_computed_once_per_table() {
         let s = snapshot(300, 11);
         let all = s.vehicles();
         let f = fixed(&s).unwrap();
         let want: Vec<Uuid> =
             reference(all.iter(), Metric::Eficiencia, Order::Desc).iter().take(10).map(|v| v.id).collect();
-        let got: Vec<Uuid> = f.most_economical.items.iter().map(|i| i.vehicle_id).collect();
+        let got: Vec<Uuid> = f.most_economical.entries.iter().map(|(v, _)| v.id).collect();
         assert_eq!(got, want);
-        let positions: Vec<u32> = f.lowest_co2.items.iter().map(|i| i.ranking_posicao).collect();
-        assert_eq!(positions, (1..=10).collect::<Vec<u32>>());
-        assert!(f.longest_electric_range.items.iter().all(|i| i.metric_unit == "km"));
-        let kinds: Vec<&str> = f.overview.items.iter().map(|i| i.ranking_tipo.as_str()).collect();
-        let mut expected = Vec::new();
-        for k in ["mais-economicos", "co2-menor", "maior-autonomia-eletrica", "melhor-eco-score"] {
-            let n = if k == "maior-autonomia-eletrica" {
-                all.iter().filter(|v| v.autonomia_eletrica_km.is_some()).count().min(5)
-            } else {
-                5
-            };
-            expected.extend(std::iter::repeat_n(k, n));
-        }
-        assert_eq!(kinds, expected);
+        let values: Vec<f64> =
+            f.most_economical.entries.iter().map(|(v, x)| v.eficiencia_media_referencia.unwrap() - x).collect();
+        assert!(values.iter().all(|d| *d == 0.0), "ranked values are the published ones");
+        assert_eq!(f.lowest_co2.entries.len(), 10);
+        assert_eq!(
+            (f.longest_electric_range.unit, f.longest_electric_range.kind),
+            ("km", FixedKind::LongestElectricRange)
+        );
+        let electric = all.iter().filter(|v| v.autonomia_eletrica_km.is_some()).count().min(10);
+        assert_eq!(f.longest_electric_range.entries.len(), electric);
+        assert_eq!(f.best_eco_score.entries.len(), OVERVIEW_TOP);
+        assert!(Arc::ptr_eq(&f, &fixed(&s).unwrap()), "computed once per table");
     }
 }

@@ -1,172 +1,17 @@
-//! Per-vehicle views (API-CONTRACT §4): summary, eco score, ranking positions, similar vehicles
-//! and the best alternative of one base vehicle.
+//! Per-vehicle views (API-CONTRACT §4) that search the catalog: the vehicles similar to a base
+//! vehicle and its best alternative. The summary, eco score and positions are the base's own row
+//! (`Table::vehicle`).
 
 use polars::prelude::*;
-use serde::Serialize;
 use uuid::Uuid;
 
-use super::catalog::CatalogVehicle;
 use super::filters::sorted;
-use super::rankings::RankingItem;
 use crate::engine::dataset::table::{row_numbers, Table, Vehicle, ROW};
-use crate::engine::dataset::views::FINAL_VIEW;
 
 /// Default number of similar vehicles (`top` of compare-similar).
 pub const SIMILAR_DEFAULT: u32 = 5;
 /// Largest `top` of compare-similar.
 pub const SIMILAR_MAX: u32 = 20;
-
-/// `summary.consumo`: efficiency inputs and the derived consumption metrics.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Consumo {
-    pub eficiencia_cidade_km_l: Option<f64>,
-    pub eficiencia_estrada_km_l: Option<f64>,
-    pub eficiencia_cidade_etanol_km_l: Option<f64>,
-    pub eficiencia_estrada_etanol_km_l: Option<f64>,
-    /// Mean of the non-null city and highway efficiencies (km/unidade).
-    pub eficiencia_media_referencia: Option<f64>,
-    pub consumo_energetico_mj_km: Option<f64>,
-    /// Range, km.
-    pub autonomia_km: Option<f64>,
-    /// Estimated yearly fuel or energy cost, R$, with the server's km/year and prices.
-    pub custo_anual_estimado: Option<f64>,
-}
-
-/// `summary.emissoes`: emissions and the PBE classes.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Emissoes {
-    pub co2_fossil_g_km: Option<f64>,
-    pub nmhc_g_km: Option<f64>,
-    pub co_g_km: Option<f64>,
-    pub nox_g_km: Option<f64>,
-    #[schema(example = "A")]
-    pub classificacao_pbe_categoria: Option<String>,
-    #[schema(example = "B")]
-    pub classificacao_pbe_geral: Option<String>,
-}
-
-/// `summary`: the catalog fields, consumption and emissions of one vehicle.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Summary {
-    pub veiculo: CatalogVehicle,
-    pub consumo: Consumo,
-    pub emissoes: Emissoes,
-}
-
-/// `data.data` of `GET /vehicles/{vehicle_id}/summary`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct VehicleSummary {
-    pub vehicle_id: Uuid,
-    pub summary: Summary,
-}
-
-impl From<&Vehicle> for VehicleSummary {
-    fn from(v: &Vehicle) -> Self {
-        VehicleSummary {
-            vehicle_id: v.id,
-            summary: Summary {
-                veiculo: CatalogVehicle::from(v),
-                consumo: Consumo {
-                    eficiencia_cidade_km_l: v.eficiencia_cidade_km_l,
-                    eficiencia_estrada_km_l: v.eficiencia_estrada_km_l,
-                    eficiencia_cidade_etanol_km_l: v.eficiencia_cidade_etanol_km_l,
-                    eficiencia_estrada_etanol_km_l: v.eficiencia_estrada_etanol_km_l,
-                    eficiencia_media_referencia: v.eficiencia_media_referencia,
-                    consumo_energetico_mj_km: v.consumo_energetico_mj_km,
-                    autonomia_km: v.autonomia_km,
-                    custo_anual_estimado: v.custo_anual_estimado,
-                },
-                emissoes: Emissoes {
-                    co2_fossil_g_km: v.co2_fossil_g_km,
-                    nmhc_g_km: v.nmhc_g_km,
-                    co_g_km: v.co_g_km,
-                    nox_g_km: v.nox_g_km,
-                    classificacao_pbe_categoria: v.classificacao_pbe_categoria.clone(),
-                    classificacao_pbe_geral: v.classificacao_pbe_geral.clone(),
-                },
-            },
-        }
-    }
-}
-
-/// `data.data` of `GET /vehicles/{vehicle_id}/eco-score`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct VehicleEcoScore {
-    pub vehicle_id: Uuid,
-    pub marca: String,
-    pub modelo: String,
-    pub versao: String,
-    pub ano: i32,
-    pub categoria: String,
-    /// Eco score, 0–100, one decimal; null when the vehicle has neither energy nor CO2 data.
-    pub eco_score: Option<f64>,
-    /// Band of the score: Baixo (≤ 40), Regular (≤ 60), Bom (≤ 80), Excelente (> 80); null
-    /// when there is no score.
-    #[schema(value_type = Option<super::labels::FaixaEcoScore>, example = "Bom")]
-    pub faixa: Option<String>,
-    /// The view that computes the score.
-    #[schema(example = "vw_eco_score")]
-    pub source: &'static str,
-}
-
-impl From<&Vehicle> for VehicleEcoScore {
-    fn from(v: &Vehicle) -> Self {
-        VehicleEcoScore {
-            vehicle_id: v.id,
-            marca: v.marca.clone(),
-            modelo: v.modelo.clone(),
-            versao: v.versao.clone(),
-            ano: v.ano,
-            categoria: v.categoria.clone(),
-            eco_score: v.eco_score,
-            faixa: v.eco_faixa.clone(),
-            source: FINAL_VIEW,
-        }
-    }
-}
-
-/// `data.data` of `GET /vehicles/{vehicle_id}/ranking-positions`: competition positions by eco
-/// score (ties share the lowest position); every field but the id is null without a score.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RankingPositions {
-    pub vehicle_id: Uuid,
-    /// Position among all scored vehicles (best = 1).
-    pub global: Option<u32>,
-    /// Position within the vehicle's categoria.
-    pub na_categoria: Option<u32>,
-    /// Position within the vehicle's combustivel_tipo.
-    pub no_combustivel: Option<u32>,
-    /// 100 × (N − global) / (N − 1) over the N scored vehicles (100 when N = 1), one decimal.
-    pub percentil: Option<f64>,
-}
-
-impl From<&Vehicle> for RankingPositions {
-    fn from(v: &Vehicle) -> Self {
-        RankingPositions {
-            vehicle_id: v.id,
-            global: v.posicao_global,
-            na_categoria: v.posicao_categoria,
-            no_combustivel: v.posicao_combustivel,
-            percentil: v.percentil,
-        }
-    }
-}
-
-/// The summary of one vehicle (`None`: unknown id).
-pub fn summary(snapshot: &Table, id: &Uuid) -> Option<VehicleSummary> {
-    snapshot.vehicle(id).as_ref().map(VehicleSummary::from)
-}
-
-/// The eco score of one vehicle (`None`: unknown id).
-pub fn eco_score(snapshot: &Table, id: &Uuid) -> Option<VehicleEcoScore> {
-    snapshot.vehicle(id).as_ref().map(VehicleEcoScore::from)
-}
-
-/// The precomputed positions of one vehicle (`None`: unknown id).
-pub fn ranking_positions(snapshot: &Table, id: &Uuid) -> Option<RankingPositions> {
-    snapshot.vehicle(id).as_ref().map(RankingPositions::from)
-}
 
 /// The other scored vehicles of the base's categoria, as a lazy frame: the categoria's rows come
 /// from the text index, so only they are gathered.
@@ -204,7 +49,7 @@ pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec
 /// The best alternative to the base (`None`: unknown id; `Some(None)`: nothing better): the
 /// vehicle of its categoria with the highest eco score strictly above the base's (any scored one
 /// when the base has no score); ties by higher eficienciaMediaReferencia, then id.
-pub fn best_alternative(snapshot: &Table, id: &Uuid) -> PolarsResult<Option<Option<RankingItem>>> {
+pub fn best_alternative(snapshot: &Table, id: &Uuid) -> PolarsResult<Option<Option<Vehicle>>> {
     let Some(row) = snapshot.row_of(id) else { return Ok(None) };
     let base = snapshot.vehicle_at(row);
     let mut lf = same_category_scored(snapshot, &base, row, &["eficiencia_media_referencia"])?;
@@ -215,7 +60,7 @@ pub fn best_alternative(snapshot: &Table, id: &Uuid) -> PolarsResult<Option<Opti
         .select([col(ROW)])
         .limit(1)
         .collect()?;
-    Ok(Some(snapshot.rows_of(&df)?.first().map(RankingItem::from)))
+    Ok(Some(snapshot.rows_of(&df)?.into_iter().next()))
 }
 
 #[cfg(test)]
@@ -299,7 +144,7 @@ mod tests {
                 let got: Vec<Uuid> = got.iter().map(|r| s.id_at(*r)).collect();
                 assert_eq!(got, want, "similar to {} (top {top})", base.id);
             }
-            let got = best_alternative(&s, &base.id).unwrap().unwrap().map(|i| i.vehicle_id);
+            let got = best_alternative(&s, &base.id).unwrap().unwrap().map(|v| v.id);
             assert_eq!(got, reference_best(&all, base).map(|v| v.id), "best alternative to {}", base.id);
         }
     }
@@ -308,22 +153,8 @@ mod tests {
     fn unknown_ids_are_none() {
         let s = snapshot(30, 3);
         let unknown = Uuid::from_u128(42);
-        assert!(summary(&s, &unknown).is_none());
-        assert!(eco_score(&s, &unknown).is_none());
-        assert!(ranking_positions(&s, &unknown).is_none());
+        assert!(s.vehicle(&unknown).is_none());
         assert!(similar(&s, &unknown, 5).unwrap().is_none());
         assert!(best_alternative(&s, &unknown).unwrap().is_none());
-    }
-
-    #[test]
-    fn lookups_copy_the_published_fields() {
-        let s = snapshot(30, 5);
-        let v = &s.vehicle_at(7);
-        let e = eco_score(&s, &v.id).unwrap();
-        assert_eq!((e.eco_score, e.faixa.as_deref(), e.source), (v.eco_score, v.eco_faixa.as_deref(), "vw_eco_score"));
-        let p = ranking_positions(&s, &v.id).unwrap();
-        assert_eq!((p.global, p.na_categoria, p.percentil), (v.posicao_global, v.posicao_categoria, v.percentil));
-        let json = serde_json::to_value(summary(&s, &v.id).unwrap()).unwrap();
-        assert_eq!(json["summary"]["consumo"]["custo_anual_estimado"], serde_json::json!(v.custo_anual_estimado));
     }
 }

@@ -4,12 +4,14 @@ use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::engine::catalog::{self, CatalogVehicle};
+use crate::engine::catalog;
 use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply};
 use crate::http::error::ApiError;
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
+use crate::http::wire::catalog::CatalogVehicle;
+use crate::http::wire::{filters_applied, Pagination};
 use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -34,11 +36,11 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub async fn list_vehicles(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
-    let applied = (!filters.is_empty()).then(|| filters.applied());
+    let applied = (!filters.is_empty()).then(|| filters_applied(&filters));
     let (json, pagination) = ctx
         .run(move |s| {
-            let page = catalog::list(s, &filters, page);
-            Ok((encode::items(s, &page.items, encode::CATALOG_VEHICLE)?, page.pagination))
+            let rows = catalog::list(s, &filters, page);
+            Ok((encode::items(s, &rows.items, encode::CATALOG_VEHICLE)?, Pagination::of(page, rows.total)))
         })
         .await?;
     Ok(ctx.reply_json(json, applied, Some(pagination)))

@@ -11,10 +11,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::engine::compare::{self, Comparison};
+use crate::engine::compare;
 use crate::http::envelope::{Ctx, Envelope, Reply};
 use crate::http::error::ApiError;
 use crate::http::params::QueryParams;
+use crate::http::wire::compare::ComparisonAnswer;
 use crate::http::{AppState, MAX_BODY_BYTES};
 
 /// Fewest vehicles in one comparison.
@@ -125,7 +126,7 @@ pub fn parse_request(body: &[u8]) -> Result<Vec<Uuid>, ApiError> {
     tag = "compare",
     request_body(content = CompareRequest, content_type = "application/json"),
     responses(
-        (status = 200, description = "The comparison", body = Envelope<Comparison>),
+        (status = 200, description = "The comparison", body = Envelope<ComparisonAnswer>),
         (status = 400, description = "Malformed JSON, unknown or missing field, wrong type, not 2–4 items, a non-UUID or a repeated id", body = crate::http::error::Failure),
         (status = 413, description = "Body larger than 16 KiB", body = crate::http::error::Failure),
         (status = 415, description = "Content-Type is not application/json", body = crate::http::error::Failure),
@@ -136,7 +137,7 @@ pub async fn compare_vehicles(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Reply<Comparison>, ApiError> {
+) -> Result<Reply<ComparisonAnswer>, ApiError> {
     QueryParams::parse(query.as_deref(), &[])?;
     if !is_json(&headers) {
         return Err(ApiError::UnsupportedMediaType);
@@ -146,7 +147,7 @@ pub async fn compare_vehicles(
         _ => ApiError::validation("Não foi possível ler o corpo da requisição"),
     })?;
     let ids = parse_request(&body)?;
-    let comparison = ctx.run(move |s| Ok(compare::compare(s, &ids))).await?;
+    let comparison = ctx.run(move |s| Ok(ComparisonAnswer::from(&compare::compare(s, &ids)))).await?;
     Ok(ctx.reply(comparison, None, None))
 }
 

@@ -6,12 +6,14 @@ use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::engine::insights::{self, BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
+use crate::engine::insights;
 use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
+use crate::http::wire::insights::{BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
+use crate::http::wire::{filters_applied, Pagination};
 use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -45,8 +47,8 @@ pub fn router() -> OpenApiRouter<AppState> {
 )]
 pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<InsightsSummary>, ApiError> {
     let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
-    let applied = filters.applied();
-    let data = ctx.run(move |s| insights::summary(s, &filters)).await?;
+    let applied = filters_applied(&filters);
+    let data = ctx.run(move |s| Ok(InsightsSummary::from(&*insights::summary(s, &filters)?))).await?;
     Ok(ctx.reply(data, Some(applied), None))
 }
 
@@ -67,11 +69,11 @@ pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Insigh
 pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
-    let applied = filters.applied();
+    let applied = filters_applied(&filters);
     let (json, pagination) = ctx
         .run(move |s| {
-            let page = insights::efficiency(s, &filters, page)?;
-            Ok((encode::items(s, &page.items, encode::EFFICIENCY_ITEM)?, page.pagination))
+            let rows = insights::efficiency(s, &filters, page)?;
+            Ok((encode::items(s, &rows.items, encode::EFFICIENCY_ITEM)?, Pagination::of(page, rows.total)))
         })
         .await?;
     Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
@@ -95,11 +97,11 @@ pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
 pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
     let (filters, page) = (params.filters()?, params.page()?);
-    let applied = filters.applied();
+    let applied = filters_applied(&filters);
     let (json, pagination) = ctx
         .run(move |s| {
-            let page = insights::eco_scores(s, &filters, page)?;
-            Ok((encode::items(s, &page.items, encode::ECO_SCORE_ITEM)?, page.pagination))
+            let rows = insights::eco_scores(s, &filters, page)?;
+            Ok((encode::items(s, &rows.items, encode::ECO_SCORE_ITEM)?, Pagination::of(page, rows.total)))
         })
         .await?;
     Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
@@ -123,8 +125,8 @@ pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
 )]
 pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<EmissionsSummary>, ApiError> {
     let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
-    let applied = filters.applied();
-    let data = ctx.run(move |s| insights::emissions(s, &filters)).await?;
+    let applied = filters_applied(&filters);
+    let data = ctx.run(move |s| Ok(EmissionsSummary::from(&*insights::emissions(s, &filters)?))).await?;
     Ok(ctx.reply(data, Some(applied), None))
 }
 
@@ -145,7 +147,8 @@ pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Emis
 )]
 pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<BrandAggregate>>, ApiError> {
     let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
-    let applied = filters.applied();
-    let items = ctx.run(move |s| insights::by_brand(s, &filters)).await?;
+    let applied = filters_applied(&filters);
+    let items =
+        ctx.run(move |s| Ok(insights::by_brand(s, &filters)?.iter().map(BrandAggregate::from).collect())).await?;
     Ok(ctx.reply(Items { items }, Some(applied), None))
 }

@@ -5,15 +5,16 @@ use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::engine::rankings::{
-    self, Co2RankingItem, FixedRanking, FixedRankingItem, GroupBy, Metric, Order, Overview, RankingGroups, RankingItem,
-    RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP,
-};
+use crate::engine::rankings::{self, GroupBy, RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP};
 use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::openapi::FilterQuery;
 use crate::http::params::{QueryParams, FILTERS};
+use crate::http::wire::rankings::{
+    fixed_answers, ranking_applied, Co2RankingItem, FixedAnswers, FixedRanking, FixedRankingItem, MetricParam,
+    OrderParam, Overview, RankingGroups, RankingItem, METRICS, ORDERS,
+};
 use crate::http::AppState;
 
 /// The ranking parameters.
@@ -40,11 +41,11 @@ pub struct CustomRankingQuery {
     /// Ranked metric: eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm,
     /// autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia.
     #[param(inline, default = json!("eco_score"))]
-    metric: Option<Metric>,
+    metric: Option<MetricParam>,
     /// Direction. Default: the metric's best-first direction (desc for eco_score, eficiencia and
     /// autonomia; asc for consumo and co2).
     #[param(inline)]
-    order: Option<Order>,
+    order: Option<OrderParam>,
     /// Number of vehicles returned.
     #[param(minimum = 1, maximum = 100, default = 10)]
     top: Option<i64>,
@@ -58,11 +59,11 @@ pub struct GroupRankingQuery {
     /// Ranked metric: eco_score → ecoScore, consumo → consumoReferencia, co2 → co2ReferenciaGKm,
     /// autonomia → autonomiaKm, eficiencia → eficienciaMediaReferencia.
     #[param(inline, default = json!("eco_score"))]
-    metric: Option<Metric>,
+    metric: Option<MetricParam>,
     /// Direction of topItems and of the groups (by mediaGrupo). Default: the metric's best-first
     /// direction (desc for eco_score, eficiencia and autonomia; asc for consumo and co2).
     #[param(inline)]
-    order: Option<Order>,
+    order: Option<OrderParam>,
     /// Number of vehicles in each group's topItems.
     #[param(minimum = 1, maximum = 100, default = 5)]
     top: Option<i64>,
@@ -72,8 +73,8 @@ pub struct GroupRankingQuery {
 fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, ApiError> {
     let params = QueryParams::parse(raw, &[FILTERS, RANKING])?;
     let filters = params.filters()?;
-    let metric = params.choice("metric", Metric::CHOICES)?;
-    let order = params.choice("order", Order::CHOICES)?;
+    let metric = params.choice("metric", &METRICS)?;
+    let order = params.choice("order", &ORDERS)?;
     let top = params.int("top", 1, MAX_TOP as i64)?.map_or(default_top, |t| t as u32);
     Ok(RankingQuery::new(filters, metric, order, top))
 }
@@ -95,7 +96,7 @@ fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, Ap
 )]
 pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     let q = ranking_query(query.as_deref(), DEFAULT_TOP)?;
-    let applied = q.applied(None);
+    let applied = ranking_applied(&q, None);
     let json = ctx.run(move |s| encode::items(s, &rankings::custom(s, &q)?, encode::RANKING_ITEM)).await?;
     Ok(ctx.reply_json(json, Some(applied), None))
 }
@@ -103,8 +104,8 @@ pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, Api
 /// Shared body of the four grouped rankings.
 async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<Reply<RankingGroups>, ApiError> {
     let q = ranking_query(query.as_deref(), DEFAULT_GROUP_TOP)?;
-    let applied = q.applied(Some(by));
-    let groups = ctx.run(move |s| rankings::grouped(s, &q, by)).await?;
+    let applied = ranking_applied(&q, Some(by));
+    let groups = ctx.run(move |s| Ok(RankingGroups::of(&rankings::grouped(s, &q, by)?))).await?;
     Ok(ctx.reply(groups, Some(applied), None))
 }
 
@@ -195,7 +196,7 @@ fn no_params(query: Option<String>) -> Result<(), ApiError> {
 )]
 pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.most_economical.clone()))
+    Ok(ctx.reply_raw(fixed(&ctx)?.most_economical.clone()))
 }
 
 /// Lowest CO2: the 10 vehicles with the lowest co2_referencia_g_km.
@@ -213,7 +214,7 @@ pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawR
 )]
 pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.lowest_co2.clone()))
+    Ok(ctx.reply_raw(fixed(&ctx)?.lowest_co2.clone()))
 }
 
 /// Longest electric range: the 10 vehicles with the highest autonomia_eletrica_km.
@@ -232,7 +233,7 @@ pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
 )]
 pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.longest_electric_range.clone()))
+    Ok(ctx.reply_raw(fixed(&ctx)?.longest_electric_range.clone()))
 }
 
 /// Overview: the top 5 of mais-economicos, co2-menor, maior-autonomia-eletrica and
@@ -249,5 +250,10 @@ pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Resu
 )]
 pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     no_params(query)?;
-    Ok(ctx.reply_raw(rankings::fixed(&ctx.snapshot).map_err(ApiError::internal)?.json.overview.clone()))
+    Ok(ctx.reply_raw(fixed(&ctx)?.overview.clone()))
+}
+
+/// The fixed answers of the request's snapshot (computed once per snapshot).
+fn fixed(ctx: &Ctx) -> Result<std::sync::Arc<FixedAnswers>, ApiError> {
+    fixed_answers(&ctx.snapshot).map_err(ApiError::internal)
 }

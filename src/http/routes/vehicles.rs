@@ -8,12 +8,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::engine::rankings::RankingItem;
-use crate::engine::vehicles::{self, RankingPositions, VehicleEcoScore, VehicleSummary, SIMILAR_DEFAULT, SIMILAR_MAX};
+use crate::engine::vehicles::{self, SIMILAR_DEFAULT, SIMILAR_MAX};
 use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::params::QueryParams;
+use crate::http::wire::rankings::RankingItem;
+use crate::http::wire::vehicles::{RankingPositions, VehicleEcoScore, VehicleSummary};
 use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -85,7 +86,7 @@ pub async fn vehicle_summary(
 ) -> Result<Reply<VehicleSummary>, ApiError> {
     let id = vehicle_id(path)?;
     query_params(query, &[])?;
-    let found = ctx.run(move |s| Ok(vehicles::summary(s, &id))).await?;
+    let found = ctx.run(move |s| Ok(s.vehicle(&id).as_ref().map(VehicleSummary::from))).await?;
     Ok(ctx.reply(found.ok_or_else(|| not_found(&id))?, None, None))
 }
 
@@ -111,7 +112,7 @@ pub async fn vehicle_eco_score(
 ) -> Result<Reply<VehicleEcoScore>, ApiError> {
     let id = vehicle_id(path)?;
     query_params(query, &[])?;
-    let found = ctx.run(move |s| Ok(vehicles::eco_score(s, &id))).await?;
+    let found = ctx.run(move |s| Ok(s.vehicle(&id).as_ref().map(VehicleEcoScore::from))).await?;
     Ok(ctx.reply(found.ok_or_else(|| not_found(&id))?, None, None))
 }
 
@@ -138,7 +139,7 @@ pub async fn vehicle_ranking_positions(
 ) -> Result<Reply<RankingPositions>, ApiError> {
     let id = vehicle_id(path)?;
     query_params(query, &[])?;
-    let found = ctx.run(move |s| Ok(vehicles::ranking_positions(s, &id))).await?;
+    let found = ctx.run(move |s| Ok(s.vehicle(&id).as_ref().map(RankingPositions::from))).await?;
     Ok(ctx.reply(found.ok_or_else(|| not_found(&id))?, None, None))
 }
 
@@ -201,7 +202,9 @@ pub async fn best_alternative(
 ) -> Result<Reply<Option<RankingItem>>, ApiError> {
     let id = vehicle_id(path)?;
     query_params(query, &[])?;
-    let found = ctx.run(move |s| vehicles::best_alternative(s, &id)).await?;
+    let found = ctx
+        .run(move |s| Ok(vehicles::best_alternative(s, &id)?.map(|best| best.as_ref().map(RankingItem::from))))
+        .await?;
     let best = found.ok_or_else(|| not_found(&id))?;
     Ok(ctx.reply(best, Some(applied(&id, None)), None))
 }

@@ -1,0 +1,36 @@
+//! When freed memory goes back to the OS. The process runs on mimalloc (see `main.rs`), which
+//! normally returns freed pages at once, so a replaced snapshot leaves the process as soon as its
+//! last request ends and memory stays flat across swaps. While an export is loaded, though, the
+//! same policy costs time: every intermediate column is freed and the next one faults fresh
+//! zeroed pages back in (a third of a 1M-row load was the kernel zeroing pages). So during a load
+//! freed pages are only *scheduled* for return, reused by the next buffers of the load, and all
+//! returned at once when it ends.
+
+use std::sync::Mutex;
+
+use libmimalloc_sys::mi_option_t;
+
+/// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (its C header's enum order).
+const PURGE_DELAY: mi_option_t = 15;
+
+/// The purge delay while a load runs (ms): longer than any load, so nothing is purged before the
+/// forced collection at its end.
+const DEFERRED: libc::c_long = 3_600_000;
+
+/// Loads never overlap their deferral windows (the first restores what the last expects).
+static LOADS: Mutex<()> = Mutex::new(());
+
+/// Runs `load` with freed memory kept for reuse, then returns every free page to the OS.
+pub fn during_load<T>(load: impl FnOnce() -> T) -> T {
+    let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: mimalloc options are process-wide integers; reading and setting them is
+    // thread-safe, and `mi_collect` only frees memory no allocation refers to.
+    let previous = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, DEFERRED) };
+    let out = load();
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+        libmimalloc_sys::mi_option_set(PURGE_DELAY, previous);
+    }
+    out
+}
