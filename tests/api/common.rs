@@ -239,6 +239,20 @@ impl TestApp {
         Ok(TestApp { base, data: data.to_path_buf(), dir: dir.to_path_buf(), child, log })
     }
 
+    /// Starts the service on an export it must refuse: it serves anyway, the API answers 503
+    /// `SERVICE_UNAVAILABLE` and `/readyz` 503; returns the refusal `/readyz` reports. `dir`
+    /// is kept (the service's own folder is a fresh one inside it).
+    pub fn refused_reason(dir: &Path, data: &Path) -> String {
+        let own = dir.join(format!("refused-{}", data.file_stem().unwrap_or_default().to_string_lossy()));
+        std::fs::create_dir_all(&own).unwrap();
+        let app = TestApp::serve(&own, data, &[]);
+        assert_error(app.get("/catalog/vehicles"), 503, "SERVICE_UNAVAILABLE");
+        let (status, body) = into_json(app.raw("GET", "/readyz").send());
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["last_reload"]["result"], "refused", "{body}");
+        body["last_reload"]["reason"].as_str().unwrap_or_default().to_string()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
