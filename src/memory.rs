@@ -34,3 +34,10 @@ pub fn during_load<T>(load: impl FnOnce() -> T) -> T {
     }
     out
 }
+
+/// Returns the free pages kept so far to the OS (inside `during_load`, between phases whose
+/// buffers do not reuse each other's pages, to keep the peak down).
+pub fn release_free_pages() {
+    // SAFETY: `mi_collect` only frees memory no allocation refers to.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}

@@ -185,15 +185,31 @@ pub fn load_file(path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
 /// `load_file`, refusing a file over `max` bytes.
 pub fn load_file_limited(path: &Path, views: &Views, max: u64) -> Result<Snapshot, LoadError> {
     let bytes = read_limited(path, max)?;
-    load_bytes(&bytes, path, views)
+    let version = version_of(&bytes, views);
+    load_owned(bytes, version, path, views)
 }
 
 /// Loads a complete snapshot from the bytes of an export.
 pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
-    let shown = path.display().to_string();
     let started = Instant::now();
+    let raw = read_parquet(bytes, &path.display().to_string())?;
+    build(raw, version_of(bytes, views), path, views, started)
+}
+
+/// Loads a complete snapshot from the bytes of an export whose version is already known,
+/// freeing the bytes as soon as they are parsed (they would otherwise stay alive through the
+/// whole load, at its memory peak).
+pub fn load_owned(bytes: Vec<u8>, version: String, path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
+    let started = Instant::now();
+    let raw = read_parquet(&bytes, &path.display().to_string())?;
+    drop(bytes);
+    build(raw, version, path, views, started)
+}
+
+/// Checks a parsed export, computes the views and builds the snapshot.
+fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: Instant) -> Result<Snapshot, LoadError> {
+    let shown = path.display().to_string();
     let ms = |since: Instant| since.elapsed().as_millis() as u64;
-    let raw = read_parquet(bytes, &shown)?;
     let read_ms = ms(started);
     let step = Instant::now();
     let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown.clone(), problems })?;
@@ -202,13 +218,10 @@ pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, 
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
     let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
     let views_ms = ms(step);
+    // The check's and the views' transient columns are gone; the table build allocates anew.
+    crate::memory::release_free_pages();
     let step = Instant::now();
-    let info = DatasetInfo {
-        version: version_of(bytes, views),
-        loaded_at: Utc::now(),
-        source: path.to_path_buf(),
-        rows: view.height(),
-    };
+    let info = DatasetInfo { version, loaded_at: Utc::now(), source: path.to_path_buf(), rows: view.height() };
     let snapshot = Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))?;
     tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
     Ok(snapshot)

@@ -147,10 +147,11 @@ impl Reloader {
             // The views are read on every reload, so edited formulas apply even when the export
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
-            if current.as_deref() == Some(load::version_of(&bytes, &views).as_str()) {
+            let version = load::version_of(&bytes, &views);
+            if current.as_deref() == Some(version.as_str()) {
                 return Ok(None);
             }
-            let snapshot = load::load_bytes(&bytes, &data, &views).map_err(|e| e.to_string())?;
+            let snapshot = load::load_owned(bytes, version, &data, &views).map_err(|e| e.to_string())?;
             warm(&snapshot);
             Ok(Some(snapshot))
         };
@@ -158,7 +159,7 @@ impl Reloader {
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
         let (done, result) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
-            let _ = done.send(work());
+            let _ = done.send(crate::memory::during_load(work));
         });
         let outcome = match spawned {
             Ok(_) => result.await.map_err(|_| "the reload thread stopped before finishing".to_string()),
