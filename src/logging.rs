@@ -114,12 +114,8 @@ pub fn init(filter: &str, format: LogFormat) -> anyhow::Result<LogGuard> {
     let writer = QueueWriter { queue: queue.clone() };
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let installed = match format {
-        LogFormat::Text => {
-            builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init()
-        }
-        LogFormat::Json => {
-            builder.json().flatten_event(true).with_current_span(false).with_span_list(false).try_init()
-        }
+        LogFormat::Text => builder.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).with_span_list(false).try_init(),
     };
     installed.map_err(|e| anyhow::anyhow!("cannot install the logger: {e}"))?;
     Ok(LogGuard { queue })

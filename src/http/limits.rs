@@ -115,7 +115,8 @@ fn path_error(req: &Request) -> Option<ApiError> {
     if !path.contains('%') {
         return None;
     }
-    let template: Vec<&str> = req.extensions().get::<MatchedPath>().map_or_else(Vec::new, |m| m.as_str().split('/').collect());
+    let template: Vec<&str> =
+        req.extensions().get::<MatchedPath>().map_or_else(Vec::new, |m| m.as_str().split('/').collect());
     for (i, segment) in path.split('/').enumerate() {
         let Err(problem) = check_encoding(segment) else { continue };
         let param = template.get(i).and_then(|t| t.strip_prefix('{')).and_then(|t| t.strip_suffix('}'));

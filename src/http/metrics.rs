@@ -128,7 +128,11 @@ pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
         m.duration.clone(),
     );
     r.register("eco_http_in_flight", "HTTP requests being handled now", m.in_flight.clone());
-    r.register("eco_rate_limited", "Requests answered 429 RATE_LIMITED (a key's quota exhausted)", m.rate_limited.clone());
+    r.register(
+        "eco_rate_limited",
+        "Requests answered 429 RATE_LIMITED (a key's quota exhausted)",
+        m.rate_limited.clone(),
+    );
     let dropped = Counter::<u64>::default();
     dropped.inc_by(LOG_LINES_DROPPED.load(Ordering::Relaxed));
     r.register("eco_log_lines_dropped", "Log lines dropped because the log writer fell behind", dropped);
@@ -141,7 +145,11 @@ pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
         r.register("eco_dataset_info", "The dataset being served (value 1), by version", info);
         let loaded = Gauge::<f64, AtomicU64>::default();
         loaded.set(snapshot.info.loaded_at.timestamp_millis() as f64 / 1000.0);
-        r.register("eco_dataset_loaded_timestamp_seconds", "When the dataset being served was loaded (Unix time)", loaded);
+        r.register(
+            "eco_dataset_loaded_timestamp_seconds",
+            "When the dataset being served was loaded (Unix time)",
+            loaded,
+        );
     }
     let (ok, refused) = store.reload_counts();
     let reloads = Family::<Vec<(String, String)>, Counter>::default();

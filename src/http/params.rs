@@ -34,7 +34,8 @@ pub fn check_encoding(raw: &str) -> Result<(), EncodingProblem> {
     while i < bytes.len() {
         if bytes[i] == b'%' {
             let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
-            let value = hex.filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok());
+            let value =
+                hex.filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok());
             decoded.push(value.ok_or(EncodingProblem::Percent)?);
             i += 3;
         } else {

@@ -271,6 +271,11 @@ mod tests {
         assert_eq!(automatic_status(b"{\"success\":false}"), None);
         let answer = String::from_utf8(envelope_answer(431)).unwrap();
         assert!(answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"), "{answer}");
-        assert!(answer.ends_with(r#""code":"HEADERS_TOO_LARGE","message":"Cabeçalhos da requisição excedem o limite de 16384 bytes"}}"#), "{answer}");
+        assert!(
+            answer.ends_with(
+                r#""code":"HEADERS_TOO_LARGE","message":"Cabeçalhos da requisição excedem o limite de 16384 bytes"}}"#
+            ),
+            "{answer}"
+        );
     }
 }

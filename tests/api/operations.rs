@@ -15,7 +15,14 @@ fn rows(n: u32) -> Vec<Row> {
     (1..=n)
         .map(|i| {
             let fuel = if i % 3 == 0 { "Elétrico" } else { "Flex" };
-            let mut r = Row::new(i, brands[i as usize % brands.len()], &format!("Modelo {i}"), 2020 + (i % 5) as i32, "Compacto", fuel);
+            let mut r = Row::new(
+                i,
+                brands[i as usize % brands.len()],
+                &format!("Modelo {i}"),
+                2020 + (i % 5) as i32,
+                "Compacto",
+                fuel,
+            );
             r.eficiencia_cidade_km_l = Some(10.0 + f64::from(i % 7));
             r
         })
