@@ -2,6 +2,7 @@
 //! engine and encodes answers; it never builds Polars plans itself.
 
 pub mod auth;
+pub mod compression;
 pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
@@ -24,8 +25,6 @@ use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::compression::predicate::{DefaultPredicate, Predicate, SizeAbove};
-use tower_http::compression::CompressionLayer;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::engine::store::Store;
@@ -38,8 +37,6 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024;
 pub const DATASET_VERSION: &str = "x-dataset-version";
 /// Request/response header with the request id.
 pub const REQUEST_ID: &str = "x-request-id";
-/// Answers smaller than this are sent uncompressed.
-pub const MIN_COMPRESSED_BYTES: u64 = 1024;
 
 /// The id of one request, set by the outermost middleware.
 #[derive(Debug, Clone, Copy)]
@@ -110,8 +107,6 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(api_router()).split_for_parts();
     let doc = openapi::finish(doc);
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate));
-    let compression =
-        CompressionLayer::new().compress_when(DefaultPredicate::new().and(SizeAbove::new(MIN_COMPRESSED_BYTES)));
     panics::with_test_route(Router::new())
         .merge(api)
         .merge(routes::health::router())
@@ -125,7 +120,9 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
         .layer(axum::middleware::from_fn_with_state(limits::Guard::new(limits), limits::guard))
         .layer(axum::middleware::from_fn(limits::check_request))
         .layer(CatchPanicLayer::custom(panics::answer))
-        .layer(compression)
+        .layer(axum::middleware::from_fn(compression::mark_status))
+        .layer(compression::layer())
+        .layer(axum::middleware::from_fn(compression::not_acceptable))
         .layer(axum::middleware::from_fn(middleware::request_context))
         .with_state(state)
 }

@@ -282,6 +282,9 @@ fn big_answers_are_compressed_by_accept_encoding_and_keep_a_weak_etag() {
     // Preferences are honoured.
     let res = app.get_req(path).header("Accept-Encoding", "gzip;q=0.5, zstd;q=1").send();
     assert_eq!(res.header("content-encoding"), Some("zstd"));
+    // Nothing acceptable, not even identity: 406 in the envelope.
+    let res = app.get_req(path).header("Accept-Encoding", "identity;q=0").send();
+    assert_eq!(assert_error((res.status, res.json()), 406, "NOT_ACCEPTABLE"), res.json()["error"]["message"]);
 }
 
 #[test]
