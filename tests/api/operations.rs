@@ -147,6 +147,31 @@ fn metrics_count_route_templates_unmatched_paths_and_the_dataset() {
 }
 
 #[test]
+fn answers_429_are_counted() {
+    let creds = temp_dir("ops-quota").join("credentials.json");
+    std::fs::write(
+        &creds,
+        format!(
+            r#"{{"credentials":[{{"key":"q-key","name":"quota client","secret_sha256":"{}","quota_per_minute":1}}]}}"#,
+            sha2_hex("q-secret")
+        ),
+    )
+    .unwrap();
+    let app = start(3, &["--credentials", creds.to_str().unwrap()], &[]);
+    let get =
+        || app.raw("GET", "/catalog/vehicles").header("X-API-Key", "q-key").header("X-API-Secret", "q-secret").send();
+    assert_eq!(get().status, 200);
+    assert_eq!(get().status, 429);
+    assert_eq!(get().status, 429);
+    let text = app.raw("GET", "/metrics").send().text();
+    assert!(text.contains("eco_rate_limited_total 2"), "{text}");
+    assert!(
+        text.contains(r#"eco_http_requests_total{route="/catalog/vehicles",method="GET",status="429"} 2"#),
+        "{text}"
+    );
+}
+
+#[test]
 fn json_logs_carry_the_request_fields_and_never_the_secret() {
     const OPS_SECRET: &str = "ops-secret-6f1d2c";
     let creds = temp_dir("ops-creds").join("credentials.json");
