@@ -83,7 +83,8 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
     metrics::observe(&route, &method, status, elapsed);
     let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
     let uuid_field = own_uuid.then(|| uuid.to_string());
-    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    // Microsecond resolution is plenty for a log line.
+    let latency_ms = (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0;
     if let Some(Panicked(message)) = res.extensions().get::<Panicked>() {
         tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
     }
