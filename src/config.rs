@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::views::CostConfig;
 
@@ -29,6 +29,15 @@ pub enum Command {
     /// Manage the credentials file: add a client (prints its new key and secret once), list, revoke.
     #[command(subcommand)]
     Credentials(CredentialsCommand),
+}
+
+/// How log lines are written to standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Default of `--max-data-bytes`: 2 GiB.
@@ -83,9 +92,34 @@ pub struct ServeArgs {
     /// Largest data file accepted, in bytes (at start-up and on reload); a larger export is refused.
     #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,
+    /// Log line format: `text`, or `json` (one object per line; every request line carries
+    /// request_id, method, route, status, latency_ms and the client's name).
+    #[arg(long, env = "ECO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Time a client has to send a request's complete head (request line and headers), in
+    /// milliseconds, however slowly it trickles; then the connection is closed.
+    #[arg(long, env = "ECO_HEADER_TIMEOUT_MS", default_value_t = crate::http::limits::DEFAULT_HEADER_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_ms: u64,
+    /// Time a request may take until its answer starts, in milliseconds; then 503
+    /// SERVICE_UNAVAILABLE.
+    #[arg(long, env = "ECO_REQUEST_TIMEOUT_MS", default_value_t = crate::http::limits::DEFAULT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_ms: u64,
+    /// API requests handled at once; more are answered 503 SERVICE_UNAVAILABLE with
+    /// `Retry-After: 1` at once (/healthz, /readyz, /metrics, /openapi.json and /docs are exempt).
+    #[arg(long, env = "ECO_MAX_IN_FLIGHT", default_value_t = crate::http::limits::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_in_flight: u32,
 }
 
 impl ServeArgs {
+    /// The HTTP limits of the server.
+    pub fn limits(&self) -> crate::http::limits::Limits {
+        crate::http::limits::Limits {
+            header_timeout: std::time::Duration::from_millis(self.header_timeout_ms),
+            request_timeout: std::time::Duration::from_millis(self.request_timeout_ms),
+            max_in_flight: self.max_in_flight,
+        }
+    }
+
     /// The cost configuration, rejecting negative, zero or non-finite values.
     pub fn cost(&self) -> anyhow::Result<CostConfig> {
         let c = CostConfig {

@@ -8,6 +8,7 @@ pub mod config;
 pub mod credentials;
 pub mod engine;
 pub mod http;
+pub mod logging;
 pub mod memory;
 pub mod priority;
 pub mod sample;

@@ -4,9 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Parser;
-use tracing_subscriber::EnvFilter;
 
 use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load;
@@ -108,11 +106,8 @@ fn bind_is_loopback(bind: &str) -> bool {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&args.log).context("invalid --log filter")?)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    // Dropped last: writes out the log lines still queued.
+    let _log = eco_insights::logging::init(&args.log, args.log_format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
         .on_thread_start(eco_insights::priority::register_serving_thread)
@@ -178,7 +173,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
     let result = runtime.block_on(async move {
-        let app = Application::bind(&args.bind, state.clone()).await?;
+        let app = Application::bind_with(&args.bind, state.clone(), args.limits()).await?;
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");

@@ -97,6 +97,7 @@ fn ceil_secs(d: Duration) -> u64 {
 
 /// The one place a 429 is produced: over quota, retry once a token is back (at least 1 s).
 fn rate_limited(wait: Duration) -> ApiError {
+    super::metrics::rate_limited();
     ApiError::RateLimited(ceil_secs(wait).max(1))
 }
 

@@ -17,21 +17,30 @@ pub enum ApiError {
     MethodNotAllowed,
     /// 413: request body over the limit.
     PayloadTooLarge(usize),
+    /// 414: request target (path and query) over the limit, in bytes.
+    UriTooLong(usize),
     /// 415: POST without `Content-Type: application/json`.
     UnsupportedMediaType,
     /// 429: per-key quota exceeded; retry after this many seconds.
     RateLimited(u64),
+    /// 431: header block over the limit, in bytes.
+    HeadersTooLarge(usize),
     /// 500: a bug; the detail is logged, never sent.
     Internal,
     /// 503: no dataset is loaded.
     Unavailable,
+    /// 503: too many requests in flight; retry after 1 s.
+    Overloaded,
+    /// 503: the request took longer than the request timeout (milliseconds).
+    Timeout(u64),
 }
 
 /// `error` member of the failure envelope.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, METHOD_NOT_ALLOWED,
-    /// PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL_ERROR, SERVICE_UNAVAILABLE.
+    /// PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, HEADERS_TOO_LARGE,
+    /// INTERNAL_ERROR, SERVICE_UNAVAILABLE.
     pub code: &'static str,
     /// Human-readable message in Portuguese.
     pub message: String,
@@ -63,10 +72,12 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -77,10 +88,12 @@ impl ApiError {
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
             ApiError::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
+            ApiError::UriTooLong(_) => "URI_TOO_LONG",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::RateLimited(_) => "RATE_LIMITED",
+            ApiError::HeadersTooLarge(_) => "HEADERS_TOO_LARGE",
             ApiError::Internal => "INTERNAL_ERROR",
-            ApiError::Unavailable => "SERVICE_UNAVAILABLE",
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => "SERVICE_UNAVAILABLE",
         }
     }
 
@@ -92,12 +105,20 @@ impl ApiError {
             }
             ApiError::MethodNotAllowed => "Método HTTP não permitido para este recurso".into(),
             ApiError::PayloadTooLarge(limit) => format!("Corpo da requisição excede o limite de {limit} bytes"),
+            ApiError::UriTooLong(limit) => format!("URL da requisição excede o limite de {limit} bytes"),
             ApiError::UnsupportedMediaType => "Content-Type deve ser application/json".into(),
+            ApiError::HeadersTooLarge(limit) => {
+                format!("Cabeçalhos da requisição excedem o limite de {limit} bytes")
+            }
             ApiError::RateLimited(s) => {
                 format!("Cota de requisições excedida para esta chave; tente novamente em {s} s")
             }
             ApiError::Internal => "Erro interno do servidor".into(),
             ApiError::Unavailable => "Nenhum conjunto de dados carregado; tente novamente em instantes".into(),
+            ApiError::Overloaded => {
+                "Servidor sobrecarregado: limite de requisições simultâneas atingido; tente novamente em 1 s".into()
+            }
+            ApiError::Timeout(ms) => format!("A requisição excedeu o tempo limite de {ms} ms; tente novamente"),
         }
     }
 
@@ -108,8 +129,10 @@ impl ApiError {
             404 => ApiError::NotFound("Recurso não encontrado".into()),
             405 => ApiError::MethodNotAllowed,
             413 => ApiError::PayloadTooLarge(crate::http::MAX_BODY_BYTES),
+            414 => ApiError::UriTooLong(crate::http::limits::MAX_URI_BYTES),
             415 => ApiError::UnsupportedMediaType,
             429 => ApiError::RateLimited(60),
+            431 => ApiError::HeadersTooLarge(crate::http::limits::MAX_HEADER_BYTES),
             503 => ApiError::Unavailable,
             400..=499 => ApiError::validation("Requisição inválida"),
             _ => ApiError::Internal,
@@ -130,8 +153,14 @@ impl std::fmt::Display for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = (self.status(), axum::Json(self.body())).into_response();
-        if let ApiError::RateLimited(secs) = self {
-            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        match self {
+            ApiError::RateLimited(secs) => {
+                res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            ApiError::Overloaded => {
+                res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
         }
         res
     }
@@ -149,10 +178,14 @@ mod tests {
             (ApiError::NotFound("x".into()), 404, "NOT_FOUND"),
             (ApiError::MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
             (ApiError::PayloadTooLarge(1), 413, "PAYLOAD_TOO_LARGE"),
+            (ApiError::UriTooLong(8), 414, "URI_TOO_LONG"),
             (ApiError::UnsupportedMediaType, 415, "UNSUPPORTED_MEDIA_TYPE"),
             (ApiError::RateLimited(3), 429, "RATE_LIMITED"),
+            (ApiError::HeadersTooLarge(16), 431, "HEADERS_TOO_LARGE"),
             (ApiError::Internal, 500, "INTERNAL_ERROR"),
             (ApiError::Unavailable, 503, "SERVICE_UNAVAILABLE"),
+            (ApiError::Overloaded, 503, "SERVICE_UNAVAILABLE"),
+            (ApiError::Timeout(10), 503, "SERVICE_UNAVAILABLE"),
         ];
         for (e, status, code) in cases {
             assert_eq!(e.status().as_u16(), status);
@@ -165,5 +198,6 @@ mod tests {
     fn rate_limited_sets_retry_after() {
         let r = ApiError::RateLimited(7).into_response();
         assert_eq!(r.headers()[header::RETRY_AFTER], "7");
+        assert_eq!(ApiError::Overloaded.into_response().headers()[header::RETRY_AFTER], "1");
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,21 @@ use uuid::Uuid;
 
 use super::auth::RateInfo;
 use super::error::ApiError;
-use super::{AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+use super::panics::Panicked;
+use super::{metrics, AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+
+/// The name of the client (credentials entry) a request was answered for, set on the response
+/// by `authenticate` for the access log.
+#[derive(Debug, Clone)]
+pub struct ClientName(pub String);
+
+/// Longest `X-Request-Id` kept from a request.
+pub const MAX_REQUEST_ID_LEN: usize = 128;
+
+/// Whether an incoming `X-Request-Id` is kept: 1 to 128 visible ASCII characters.
+fn sane_request_id(id: &str) -> bool {
+    (1..=MAX_REQUEST_ID_LEN).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
+}
 
 /// A random (version 4) UUID for a request id, from a per-thread generator seeded once from the
 /// OS: no system call per request. Request ids need to be unique, not secret.
@@ -40,22 +54,48 @@ pub fn request_id() -> Uuid {
     })
 }
 
-/// Gives every request an id (X-Request-Id on the answer) and logs one line per request.
+/// Gives every request an id (X-Request-Id on the answer: the client's own when it sent a sane
+/// one, else a generated UUID), counts it in the metrics and logs one line per request.
+///
+/// `meta.request_id` is a UUID: the client's id when it is one, else a generated one (then
+/// also logged, as `uuid`).
 pub async fn request_context(mut req: Request, next: Next) -> Response {
-    let id = request_id();
-    req.extensions_mut().insert(RequestId(id));
-    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let incoming = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| sane_request_id(v));
+    let parsed = incoming.and_then(|v| Uuid::try_parse(v).ok());
+    let uuid = parsed.unwrap_or_else(request_id);
+    let shown = match incoming {
+        Some(id) => id.to_string(),
+        None => uuid.to_string(),
+    };
+    let own_uuid = incoming.is_some() && parsed.is_none();
+    req.extensions_mut().insert(RequestId(uuid));
+    let method = req.method().clone();
+    let route = req.extensions().get::<MatchedPath>().map_or(metrics::UNMATCHED, MatchedPath::as_str).to_string();
     let started = Instant::now();
+    let in_flight = metrics::InFlight::enter();
     let mut res = next.run(req).await;
-    if let Ok(v) = HeaderValue::from_str(&id.to_string()) {
+    drop(in_flight);
+    let elapsed = started.elapsed();
+    if let Ok(v) = HeaderValue::from_str(&shown) {
         res.headers_mut().insert(REQUEST_ID, v);
     }
+    let status = res.status();
+    metrics::observe(&route, &method, status, elapsed);
+    let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
+    let uuid_field = own_uuid.then(|| uuid.to_string());
+    // Microsecond resolution is plenty for a log line.
+    let latency_ms = (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0;
+    if let Some(Panicked(message)) = res.extensions().get::<Panicked>() {
+        tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
+    }
     tracing::info!(
-        request_id = %id,
+        request_id = %shown,
+        uuid = uuid_field,
         %method,
-        path,
-        status = res.status().as_u16(),
-        ms = started.elapsed().as_secs_f64() * 1000.0,
+        route,
+        status = status.as_u16(),
+        latency_ms,
+        key,
         "request"
     );
     res
@@ -74,6 +114,9 @@ pub async fn normalise_errors(req: Request, next: Next) -> Response {
     }
     let mut fixed = ApiError::from_status(status).into_response();
     *fixed.status_mut() = status;
+    if let Some(name) = res.extensions().get::<ClientName>() {
+        fixed.extensions_mut().insert(name.clone());
+    }
     for name in [header::ALLOW, header::RETRY_AFTER] {
         if let Some(v) = res.headers().get(&name) {
             fixed.headers_mut().insert(name, v.clone());
@@ -82,7 +125,8 @@ pub async fn normalise_errors(req: Request, next: Next) -> Response {
     fixed
 }
 
-/// Strong ETag from the dataset version and the normalised request (path + sorted parameters).
+/// Weak ETag from the dataset version and the normalised request (path + sorted parameters).
+/// Weak: the body carries a per-request id and time, and it may be sent compressed.
 pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
     let mut pairs: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
@@ -97,7 +141,7 @@ pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
         h.update(b"=");
         h.update(v.as_bytes());
     }
-    format!("\"{}\"", hex::encode(&h.finalize()[..16]))
+    format!("W/\"{}\"", hex::encode(&h.finalize()[..16]))
 }
 
 /// The entity tags listed in If-None-Match headers.
@@ -111,8 +155,14 @@ fn if_none_match(headers: &HeaderMap) -> Vec<String> {
         .collect()
 }
 
+/// The opaque part of an entity tag (without `W/`).
+fn opaque(tag: &str) -> &str {
+    tag.strip_prefix("W/").unwrap_or(tag)
+}
+
+/// Weak comparison (RFC 9110 §8.8.3.2), as If-None-Match requires: weak and strong forms match.
 fn matches_tag(listed: &[String], tag: &str) -> bool {
-    listed.iter().any(|t| t == "*" || t == tag || t.strip_prefix("W/") == Some(tag))
+    listed.iter().any(|t| t == "*" || opaque(t) == opaque(tag))
 }
 
 /// ETag / If-None-Match / Cache-Control for successful GETs; errors are never cached.
@@ -146,12 +196,15 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     res
 }
 
+/// `Vary` of a cacheable answer: per client, and per encoding (compressed or not).
+pub const VARY: &str = "X-API-Key, X-API-Secret, Accept-Encoding";
+
 /// ETag, Cache-Control and Vary of a cacheable answer.
 fn cache_headers(res: &mut Response, tag: &str) {
     let headers = [
         (header::ETAG, HeaderValue::from_str(tag).ok()),
         (header::CACHE_CONTROL, Some(HeaderValue::from_static("private, no-cache"))),
-        (header::VARY, Some(HeaderValue::from_static("X-API-Key, X-API-Secret"))),
+        (header::VARY, Some(HeaderValue::from_static(VARY))),
     ];
     for (name, value) in headers {
         if let Some(v) = value {
@@ -198,6 +251,7 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
                 None => next.run(req).await,
             };
             rate_limit_headers(&mut res, grant.rate);
+            res.extensions_mut().insert(ClientName(grant.name));
             res
         }
         Err(denial) => {
@@ -231,6 +285,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn incoming_request_ids_must_be_sane_tokens() {
+        assert!(sane_request_id("abc-123.x_Y"));
+        assert!(sane_request_id(&"a".repeat(128)));
+        assert!(!sane_request_id(&"a".repeat(129)));
+        assert!(!sane_request_id(""));
+        assert!(!sane_request_id("a b"));
+        assert!(!sane_request_id("é"));
+    }
+
+    #[test]
     fn request_ids_are_distinct_v4_uuids() {
         let ids: std::collections::HashSet<Uuid> = (0..10_000).map(|_| request_id()).collect();
         assert_eq!(ids.len(), 10_000);
@@ -244,7 +308,7 @@ mod tests {
         assert_ne!(a, etag("v1", "/x", Some("a=1&b=3")));
         assert_ne!(a, etag("v2", "/x", Some("a=1&b=2")));
         assert_ne!(a, etag("v1", "/y", Some("a=1&b=2")));
-        assert!(a.starts_with('"') && a.ends_with('"'));
+        assert!(a.starts_with("W/\"") && a.ends_with('"'));
     }
 
     #[test]
@@ -252,6 +316,9 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"x\", W/\"t\""));
         assert!(matches_tag(&if_none_match(&h), "\"t\""));
+        assert!(matches_tag(&if_none_match(&h), "W/\"t\""));
+        assert!(matches_tag(&if_none_match(&h), "W/\"x\""));
         assert!(!matches_tag(&if_none_match(&h), "\"u\""));
+        assert!(!matches_tag(&if_none_match(&h), "W/\"u\""));
     }
 }

@@ -2,14 +2,19 @@
 //! engine and encodes answers; it never builds Polars plans itself.
 
 pub mod auth;
+pub mod compression;
 pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
 pub mod error;
+pub mod limits;
+pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod panics;
 pub mod params;
 pub mod routes;
+pub mod serve;
 pub mod wire;
 
 use std::net::SocketAddr;
@@ -19,6 +24,7 @@ use arc_swap::ArcSwap;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
+use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_axum::router::OpenApiRouter;
 
 use crate::engine::store::Store;
@@ -88,20 +94,35 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(routes::compare::router())
 }
 
-/// The complete application router.
+/// The complete application router with the default limits.
 pub fn app(state: AppState) -> Router {
+    app_with(state, &limits::Limits::default())
+}
+
+/// The complete application router. Layers, from the outside in: request id, access log and
+/// metrics; compression; panics caught; URL/header/encoding limits; in-flight and time limits;
+/// the failure envelope for framework errors; HTTP caching; body size; then the routes (API
+/// operations behind credentials).
+pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(api_router()).split_for_parts();
     let doc = openapi::finish(doc);
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate));
-    Router::new()
+    panics::with_test_route(Router::new())
         .merge(api)
         .merge(routes::health::router())
+        .merge(metrics::router())
         .merge(openapi::router(doc))
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(middleware::http_cache))
         .layer(axum::middleware::from_fn(middleware::normalise_errors))
+        .layer(axum::middleware::from_fn_with_state(limits::Guard::new(limits), limits::guard))
+        .layer(axum::middleware::from_fn(limits::check_request))
+        .layer(CatchPanicLayer::custom(panics::answer))
+        .layer(axum::middleware::from_fn(compression::mark_status))
+        .layer(compression::layer())
+        .layer(axum::middleware::from_fn(compression::not_acceptable))
         .layer(axum::middleware::from_fn(middleware::request_context))
         .with_state(state)
 }
@@ -110,12 +131,18 @@ pub fn app(state: AppState) -> Router {
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    limits: limits::Limits,
 }
 
 impl Application {
     pub async fn bind(addr: &str, state: AppState) -> anyhow::Result<Application> {
+        Application::bind_with(addr, state, limits::Limits::default()).await
+    }
+
+    /// Binds with the given limits.
+    pub async fn bind_with(addr: &str, state: AppState, limits: limits::Limits) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
-        Ok(Application { listener, router: app(state) })
+        Ok(Application { listener, router: app_with(state, &limits), limits })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -127,6 +154,6 @@ impl Application {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown).await
+        serve::serve(self.listener, self.router, self.limits.header_timeout, shutdown).await
     }
 }

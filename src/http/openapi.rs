@@ -12,18 +12,19 @@ use serde_json::{json, Value};
 use utoipa::openapi::header::{Header, HeaderBuilder};
 use utoipa::openapi::path::{Operation, PathItem};
 use utoipa::openapi::response::{ResponseBuilder, Responses};
-use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::tag::TagBuilder;
-use utoipa::openapi::{ContentBuilder, InfoBuilder, KnownFormat, LicenseBuilder, OpenApi, OpenApiBuilder, Ref, RefOr};
+use utoipa::openapi::{ContentBuilder, InfoBuilder, LicenseBuilder, OpenApi, OpenApiBuilder, Ref, RefOr};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::error::{ErrorBody, Failure};
+use super::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 use super::{AppState, MAX_BODY_BYTES};
 
 /// Paths served without credentials; every other path of the document is an API operation.
-pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/openapi.json", "/docs"];
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"];
 
 /// Name of the security scheme of the `X-API-Key` header.
 pub const API_KEY_SCHEME: &str = "api_key";
@@ -63,7 +64,7 @@ const TAGS: &[(&str, &str)] = &[
     ("aggregations", "Aggregations by brand."),
     ("vehicles", "Per-vehicle views: summary, eco score, ranking positions, similar vehicles, best alternative."),
     ("compare", "Side-by-side comparison of 2 to 4 vehicles."),
-    ("health", "Liveness and readiness probes (no credentials)."),
+    ("health", "Liveness and readiness probes and Prometheus metrics (no credentials)."),
     ("docs", "This document and the interactive reference (no credentials)."),
 ];
 
@@ -103,13 +104,14 @@ pub fn base() -> OpenApi {
         .components(Some(components.build()))
         .build();
     doc.merge(super::routes::health::openapi());
+    doc.merge(super::metrics::openapi());
     doc.merge(docs_routes().into_openapi());
     doc
 }
 
 /// Adds what every API operation shares, so handlers do not repeat it: both credential
-/// headers required; the failures any operation can answer (400, 401, 405, 429 with
-/// Retry-After, 500, 503; 413 and 415 where a body is read); `304` on GETs;
+/// headers required; the failures any operation can answer (400, 401, 405, 414, 429 with
+/// Retry-After, 431, 500, 503; 413 and 415 where a body is read); `304` on GETs;
 /// the response headers (X-Request-Id, X-Dataset-Version, ETag, Cache-Control, Vary).
 pub fn finish(mut doc: OpenApi) -> OpenApi {
     let both =
@@ -294,21 +296,25 @@ enum Shared {
     Unauthorized,
     MethodNotAllowed,
     PayloadTooLarge,
+    UriTooLong,
     UnsupportedMediaType,
     RateLimited,
+    HeadersTooLarge,
     InternalError,
     ServiceUnavailable,
 }
 
 impl Shared {
-    const ALL: [Shared; 9] = [
+    const ALL: [Shared; 11] = [
         Shared::NotModified,
         Shared::BadRequest,
         Shared::Unauthorized,
         Shared::MethodNotAllowed,
         Shared::PayloadTooLarge,
+        Shared::UriTooLong,
         Shared::UnsupportedMediaType,
         Shared::RateLimited,
+        Shared::HeadersTooLarge,
         Shared::InternalError,
         Shared::ServiceUnavailable,
     ];
@@ -320,8 +326,10 @@ impl Shared {
             Shared::Unauthorized => "401",
             Shared::MethodNotAllowed => "405",
             Shared::PayloadTooLarge => "413",
+            Shared::UriTooLong => "414",
             Shared::UnsupportedMediaType => "415",
             Shared::RateLimited => "429",
+            Shared::HeadersTooLarge => "431",
             Shared::InternalError => "500",
             Shared::ServiceUnavailable => "503",
         }
@@ -334,8 +342,10 @@ impl Shared {
             Shared::Unauthorized => "Unauthorized",
             Shared::MethodNotAllowed => "MethodNotAllowed",
             Shared::PayloadTooLarge => "PayloadTooLarge",
+            Shared::UriTooLong => "UriTooLong",
             Shared::UnsupportedMediaType => "UnsupportedMediaType",
             Shared::RateLimited => "RateLimited",
+            Shared::HeadersTooLarge => "HeadersTooLarge",
             Shared::InternalError => "InternalError",
             Shared::ServiceUnavailable => "ServiceUnavailable",
         }
@@ -343,11 +353,13 @@ impl Shared {
 
     fn description(self) -> String {
         match self {
-            Shared::NotModified => "Not Modified: the `If-None-Match` tag matches the current answer (same dataset \
-                version, path and parameters). Empty body."
+            Shared::NotModified => "Not Modified: a tag of `If-None-Match` matches the current answer (same dataset \
+                version, path and parameters; weak comparison, so `W/\"…\"` and `\"…\"` both match, whatever the \
+                encoding). Empty body."
                 .into(),
             Shared::BadRequest => "VALIDATION_ERROR: an invalid parameter value, or a parameter that is unknown to \
-                this operation, repeated or empty; the message names the parameter and the rule."
+                this operation, repeated or empty, or not valid percent-encoded UTF-8 (query or path); the message \
+                names the parameter and the rule."
                 .into(),
             Shared::Unauthorized => {
                 "UNAUTHORIZED: X-API-Key or X-API-Secret missing or wrong (one answer for both).".into()
@@ -356,6 +368,10 @@ impl Shared {
                 "METHOD_NOT_ALLOWED: wrong method on a known path; `Allow` lists the accepted ones.".into()
             }
             Shared::PayloadTooLarge => format!("PAYLOAD_TOO_LARGE: request body over {MAX_BODY_BYTES} bytes."),
+            Shared::UriTooLong => format!("URI_TOO_LONG: request target (path and query) over {MAX_URI_BYTES} bytes."),
+            Shared::HeadersTooLarge => {
+                format!("HEADERS_TOO_LARGE: request headers over {MAX_HEADER_BYTES} bytes in total.")
+            }
             Shared::UnsupportedMediaType => {
                 "UNSUPPORTED_MEDIA_TYPE: the body is not sent as `Content-Type: application/json`.".into()
             }
@@ -364,7 +380,10 @@ impl Shared {
                 `RateLimit-Remaining` is 0 and `RateLimit-Reset` says when the bucket is full again."
                 .into(),
             Shared::InternalError => "INTERNAL_ERROR: a bug on our side; nothing internal is sent.".into(),
-            Shared::ServiceUnavailable => "SERVICE_UNAVAILABLE: no dataset is loaded yet; retry shortly.".into(),
+            Shared::ServiceUnavailable => "SERVICE_UNAVAILABLE: no dataset is loaded yet; or the server is at \
+                `--max-in-flight` requests (answered at once, with `Retry-After: 1`); or the request took longer \
+                than `--request-timeout-ms`. Retry shortly."
+                .into(),
         }
     }
 
@@ -417,10 +436,12 @@ fn string_header(description: &str) -> Header {
 
 fn request_id_header() -> Header {
     HeaderBuilder::new()
-        .schema(
-            ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
-        )
-        .description(Some("UUID of the request (also `data.meta.request_id`); quote it when reporting a problem."))
+        .schema(ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(128)))
+        .description(Some(
+            "Id of the request: the request's own `X-Request-Id` when it sent one of 1 to 128 visible ASCII \
+             characters, else a generated UUID (`data.meta.request_id` is the same UUID, or a generated one when \
+             the client's id is not a UUID). Quote it when reporting a problem.",
+        ))
         .build()
 }
 
@@ -430,7 +451,8 @@ fn dataset_version_header() -> Header {
 
 fn etag_header() -> Header {
     string_header(
-        "Strong tag of this answer (dataset version + path + sorted parameters); send it back in `If-None-Match`.",
+        "Weak tag of this answer, `W/\"…\"` (dataset version + path + sorted parameters; the same for every \
+         encoding); send it back in `If-None-Match`.",
     )
 }
 
@@ -513,8 +535,8 @@ fn finish_api(method: Method, op: &mut Operation) {
         success.push((
             "Vary",
             HeaderBuilder::new()
-                .schema(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["X-API-Key, X-API-Secret"])))
-                .description(Some("Answers differ per client credentials."))
+                .schema(ObjectBuilder::new().schema_type(Type::String).enum_values(Some([super::middleware::VARY])))
+                .description(Some("Answers differ per client credentials and per content encoding."))
                 .build(),
         ));
     }
@@ -531,7 +553,9 @@ fn finish_api(method: Method, op: &mut Operation) {
         Shared::BadRequest,
         Shared::Unauthorized,
         Shared::MethodNotAllowed,
+        Shared::UriTooLong,
         Shared::RateLimited,
+        Shared::HeadersTooLarge,
         Shared::InternalError,
         Shared::ServiceUnavailable,
     ] {
@@ -548,8 +572,9 @@ fn finish_api(method: Method, op: &mut Operation) {
 
 fn finish_public(op: &mut Operation) {
     add_headers(&mut op.responses, |_| true, &[("X-Request-Id", request_id_header())]);
-    add_shared(&mut op.responses, Shared::MethodNotAllowed);
-    add_shared(&mut op.responses, Shared::InternalError);
+    for shared in [Shared::MethodNotAllowed, Shared::UriTooLong, Shared::HeadersTooLarge, Shared::InternalError] {
+        add_shared(&mut op.responses, shared);
+    }
 }
 
 /// The methods of a JSON path item (OpenAPI keys).
@@ -797,7 +822,7 @@ mod tests {
                 continue;
             }
             assert_eq!(op["security"], json!([{API_KEY_SCHEME: [], API_SECRET_SCHEME: []}]), "{label}");
-            for status in ["200", "400", "401", "405", "429", "500", "503"] {
+            for status in ["200", "400", "401", "405", "414", "429", "431", "500", "503"] {
                 let r = response(&doc, op, status).unwrap_or_else(|| panic!("{label} lacks {status}"));
                 assert_eq!(r["headers"]["X-Request-Id"]["required"], true, "{label} {status}");
                 if status != "200" {

@@ -14,6 +14,62 @@ pub const PAGING: &[&str] = &["page", "page_size"];
 /// Largest page size.
 pub const MAX_PAGE_SIZE: i64 = 100;
 
+/// Why a raw (percent-encoded) component cannot be decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncodingProblem {
+    /// A `%` not followed by two hexadecimal digits.
+    Percent,
+    /// The decoded bytes are not UTF-8.
+    Utf8,
+}
+
+/// Checks that a raw URL component is valid percent-encoding of UTF-8 text.
+pub fn check_encoding(raw: &str) -> Result<(), EncodingProblem> {
+    let bytes = raw.as_bytes();
+    if !bytes.contains(&b'%') {
+        return Ok(());
+    }
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+            let value =
+                hex.filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).and_then(|h| u8::from_str_radix(h, 16).ok());
+            decoded.push(value.ok_or(EncodingProblem::Percent)?);
+            i += 3;
+        } else {
+            decoded.push(bytes[i]);
+            i += 1;
+        }
+    }
+    std::str::from_utf8(&decoded).map(|_| ()).map_err(|_| EncodingProblem::Utf8)
+}
+
+/// Rejects a query string with a parameter that is not valid percent-encoded UTF-8, naming it.
+fn check_query_encoding(raw: &str) -> Result<(), ApiError> {
+    for pair in raw.split('&') {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let problem = match (check_encoding(name), check_encoding(value)) {
+            (Err(p), _) => {
+                return Err(ApiError::validation(match p {
+                    EncodingProblem::Percent => "Nome de parâmetro com codificação percentual inválida",
+                    EncodingProblem::Utf8 => "Nome de parâmetro não é UTF-8 válido",
+                }))
+            }
+            (Ok(()), Err(p)) => p,
+            (Ok(()), Ok(())) => continue,
+        };
+        let name = form_urlencoded::parse(name.as_bytes()).next().map(|(k, _)| k.into_owned()).unwrap_or_default();
+        let rule = match problem {
+            EncodingProblem::Percent => "contém codificação percentual inválida",
+            EncodingProblem::Utf8 => "não é UTF-8 válido",
+        };
+        return Err(ApiError::validation(format!("Parâmetro '{name}' {rule}")));
+    }
+    Ok(())
+}
+
 /// The decoded query parameters of one request.
 #[derive(Debug, Clone, Default)]
 pub struct QueryParams {
@@ -22,8 +78,9 @@ pub struct QueryParams {
 
 impl QueryParams {
     /// Decodes a raw query string and rejects parameters outside `allowed`, repeated ones and
-    /// empty values.
+    /// empty values (and anything that is not valid percent-encoded UTF-8).
     pub fn parse(raw: Option<&str>, allowed: &[&[&str]]) -> Result<QueryParams, ApiError> {
+        check_query_encoding(raw.unwrap_or(""))?;
         let mut pairs: Vec<(String, String)> = Vec::new();
         for (k, v) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
             let (k, v) = (k.into_owned(), v.into_owned());
@@ -163,6 +220,17 @@ mod tests {
         let p = parse("marca=Citro%C3%ABn&modelo=C4+Cactus").unwrap();
         assert_eq!(p.get("marca"), Some("Citroën"));
         assert_eq!(p.get("modelo"), Some("C4 Cactus"));
+    }
+
+    #[test]
+    fn bad_encodings_name_the_parameter() {
+        assert_eq!(message(parse("marca=%FF")), "Parâmetro 'marca' não é UTF-8 válido");
+        assert_eq!(message(parse("marca=a&modelo=%C3%28")), "Parâmetro 'modelo' não é UTF-8 válido");
+        assert_eq!(message(parse("marca=%G1")), "Parâmetro 'marca' contém codificação percentual inválida");
+        assert_eq!(message(parse("marca=ab%")), "Parâmetro 'marca' contém codificação percentual inválida");
+        assert!(message(parse("%FF=1")).contains("Nome de parâmetro"));
+        assert_eq!(parse("marca=Citro%C3%ABn").unwrap().get("marca"), Some("Citroën"));
+        assert_eq!(check_encoding("%e2%82%ac"), Ok(()));
     }
 
     #[test]

@@ -188,9 +188,19 @@ impl TestApp {
         TestApp::try_serve(dir, data, extra).unwrap_or_else(|log| panic!("service did not start:\n{log}"))
     }
 
+    /// Serves an existing file with extra arguments and environment variables.
+    pub fn serve_env(dir: &Path, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> TestApp {
+        TestApp::try_serve_env(dir, data, extra, env).unwrap_or_else(|log| panic!("service did not start:\n{log}"))
+    }
+
     /// Starts the service; `Err(stderr)` when it exits instead of listening.
     pub fn try_serve(dir: &Path, data: &Path, extra: &[&str]) -> Result<TestApp, String> {
+        TestApp::try_serve_env(dir, data, extra, &[])
+    }
+
+    fn try_serve_env(dir: &Path, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Result<TestApp, String> {
         let mut cmd = Command::new(binary());
+        cmd.envs(env.iter().copied());
         cmd.arg("serve");
         if !extra.contains(&"--reload-interval-ms") {
             cmd.args(["--reload-interval-ms", "200"]);

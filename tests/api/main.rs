@@ -8,6 +8,7 @@ mod catalog;
 mod compare;
 mod insights;
 mod keys;
+mod operations;
 mod precision;
 mod rankings;
 mod reload;

@@ -341,10 +341,13 @@ fn best_alternative(app: &TestApp) {
 fn path_and_query_errors(app: &TestApp) {
     let endpoints = ["summary", "eco-score", "ranking-positions", "compare-similar", "best-alternative"];
     for endpoint in endpoints {
-        for bad in ["not-a-uuid", "123", "00000000-0000-4000-8000-00000000000g", "%C3%A9", "%FF"] {
+        for bad in ["not-a-uuid", "123", "00000000-0000-4000-8000-00000000000g", "%C3%A9"] {
             let msg = assert_error(app.get(&format!("/vehicles/{bad}/{endpoint}")), 400, "VALIDATION_ERROR");
             assert_eq!(msg, "Parâmetro 'vehicle_id' deve ser um UUID válido", "{endpoint} {bad}");
         }
+        // A segment that does not decode to UTF-8 is named as such.
+        let msg = assert_error(app.get(&format!("/vehicles/%FF/{endpoint}")), 400, "VALIDATION_ERROR");
+        assert_eq!(msg, "Parâmetro 'vehicle_id' não é UTF-8 válido", "{endpoint}");
         let unknown = uid(999);
         let msg = assert_error(app.get(&format!("/vehicles/{unknown}/{endpoint}")), 404, "NOT_FOUND");
         assert!(msg.contains(&unknown) && msg.contains("não encontrado"), "{endpoint}: {msg}");

@@ -1,0 +1,177 @@
+//! Request limits: the size of the URL and of the headers, the encoding of the path, the number
+//! of API requests in flight and the time one request may take. Every refusal is the failure
+//! envelope; hyper's own refusals (a head over its buffer) are rewritten by `serve`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::Semaphore;
+
+use super::error::ApiError;
+use super::params::{check_encoding, EncodingProblem};
+
+/// Largest accepted request target (path and query), in bytes.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// Largest accepted header block (every `name: value` line), in bytes.
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+
+/// Defaults of the command-line limits.
+pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
+pub const DEFAULT_MAX_IN_FLIGHT: u32 = 256;
+
+/// The limits of one server, from the command line.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Time a client has to send a request's complete head; the connection is closed after it.
+    pub header_timeout: Duration,
+    /// Time a request may take until its answer starts; then 503 SERVICE_UNAVAILABLE.
+    pub request_timeout: Duration,
+    /// API requests handled at once; more are answered 503 SERVICE_UNAVAILABLE at once.
+    pub max_in_flight: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
+            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+        }
+    }
+}
+
+/// Paths never refused for lack of capacity: probes, metrics and the documentation.
+pub fn exempt_from_capacity(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/docs") || path.starts_with("/docs/")
+}
+
+/// The state of [`guard`]: the in-flight permits and the request deadline.
+#[derive(Clone)]
+pub struct Guard {
+    in_flight: Arc<Semaphore>,
+    request_timeout: Duration,
+}
+
+impl Guard {
+    pub fn new(limits: &Limits) -> Guard {
+        Guard {
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1) as usize)),
+            request_timeout: limits.request_timeout,
+        }
+    }
+}
+
+/// Refuses at once (503, `Retry-After: 1`) an API request over `--max-in-flight`, and bounds the
+/// time until the answer starts to `--request-timeout-ms` (503). A refused request waits in no
+/// queue.
+pub async fn guard(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+    let _permit = if exempt_from_capacity(req.uri().path()) {
+        None
+    } else {
+        match Arc::clone(&guard.in_flight).try_acquire_owned() {
+            Ok(permit) => Some(permit),
+            Err(_) => return ApiError::Overloaded.into_response(),
+        }
+    };
+    match tokio::time::timeout(guard.request_timeout, next.run(req)).await {
+        Ok(res) => res,
+        Err(_) => {
+            let ms = guard.request_timeout.as_millis() as u64;
+            tracing::warn!(timeout_ms = ms, "request timed out");
+            ApiError::Timeout(ms).into_response()
+        }
+    }
+}
+
+/// Size of the header block as sent (`name: value\r\n` per header).
+fn header_bytes(req: &Request) -> usize {
+    req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
+}
+
+/// 414 for a URL over [`MAX_URI_BYTES`], 431 for headers over [`MAX_HEADER_BYTES`], 400 for a
+/// path segment that is not valid percent-encoded UTF-8 (naming the path parameter).
+pub async fn check_request(req: Request, next: Next) -> Response {
+    let uri_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
+    if uri_len > MAX_URI_BYTES {
+        return ApiError::UriTooLong(MAX_URI_BYTES).into_response();
+    }
+    if header_bytes(&req) > MAX_HEADER_BYTES {
+        return ApiError::HeadersTooLarge(MAX_HEADER_BYTES).into_response();
+    }
+    if let Some(err) = path_error(&req) {
+        return err.into_response();
+    }
+    next.run(req).await
+}
+
+/// The first path segment that is not valid percent-encoded UTF-8, as a validation error naming
+/// the route's parameter at that place (or the path itself).
+fn path_error(req: &Request) -> Option<ApiError> {
+    let path = req.uri().path();
+    if !path.contains('%') {
+        return None;
+    }
+    let template: Vec<&str> =
+        req.extensions().get::<MatchedPath>().map_or_else(Vec::new, |m| m.as_str().split('/').collect());
+    for (i, segment) in path.split('/').enumerate() {
+        let Err(problem) = check_encoding(segment) else { continue };
+        let param = template.get(i).and_then(|t| t.strip_prefix('{')).and_then(|t| t.strip_suffix('}'));
+        let what = match param {
+            Some(name) => format!("Parâmetro '{name}'"),
+            None => "O caminho da requisição".to_string(),
+        };
+        let rule = match problem {
+            EncodingProblem::Percent => "contém codificação percentual inválida",
+            EncodingProblem::Utf8 => "não é UTF-8 válido",
+        };
+        return Some(ApiError::validation(format!("{what} {rule}")));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exempt_paths() {
+        for p in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/rapidoc-min.js"] {
+            assert!(exempt_from_capacity(p), "{p}");
+        }
+        for p in ["/catalog/vehicles", "/compare", "/metricsx", "/docsx"] {
+            assert!(!exempt_from_capacity(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn path_errors_name_the_parameter() {
+        let mut req = Request::new(axum::body::Body::empty());
+        *req.uri_mut() = "/vehicles/%FF/summary".parse().unwrap();
+        req.extensions_mut().insert(path_template("/vehicles/{vehicle_id}/summary"));
+        assert_eq!(path_error(&req), Some(ApiError::validation("Parâmetro 'vehicle_id' não é UTF-8 válido")));
+        *req.uri_mut() = "/vehicles/%G1/summary".parse().unwrap();
+        assert!(matches!(path_error(&req), Some(ApiError::Validation(m)) if m.contains("codificação percentual")));
+        *req.uri_mut() = "/vehicles/%C3%A9/summary".parse().unwrap();
+        assert_eq!(path_error(&req), None);
+    }
+
+    fn path_template(t: &'static str) -> MatchedPath {
+        // MatchedPath has no public constructor: extract it from a routed request.
+        use tower::ServiceExt;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let app = axum::Router::new().route(
+            t,
+            axum::routing::get(move |m: MatchedPath| async move {
+                let _ = tx.send(m);
+            }),
+        );
+        let uri = t.replace("{vehicle_id}", "x");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        rt.block_on(app.oneshot(axum::http::Request::get(uri).body(axum::body::Body::empty()).unwrap())).unwrap();
+        rx.recv().unwrap()
+    }
+}

@@ -1,0 +1,222 @@
+//! Prometheus metrics (`GET /metrics`, no credentials, exempt from the limits), encoded by
+//! prometheus-client in the OpenMetrics text format.
+//!
+//! The request metrics live in a static (routes, methods and statuses are closed sets, so memory
+//! is bounded); the dataset figures are read from the store at scrape time.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::engine::store::Store;
+
+use super::error::ApiError;
+use super::AppState;
+
+/// Content type of the OpenMetrics text format prometheus-client writes.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Route label of requests that matched no route.
+pub const UNMATCHED: &str = "unmatched";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    route: String,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+}
+
+type HistogramFamily = Family<RouteLabels, Histogram, fn() -> Histogram>;
+
+struct HttpMetrics {
+    requests: Family<RequestLabels, Counter>,
+    duration: HistogramFamily,
+    in_flight: Gauge,
+    rate_limited: Counter,
+}
+
+fn duration_histogram() -> Histogram {
+    // 0.5 ms to about 16 s.
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+static METRICS: LazyLock<HttpMetrics> = LazyLock::new(|| HttpMetrics {
+    requests: Family::default(),
+    duration: Family::new_with_constructor(duration_histogram as fn() -> Histogram),
+    in_flight: Gauge::default(),
+    rate_limited: Counter::default(),
+});
+
+/// Log lines dropped because the log writer fell behind (see `crate::logging`).
+static LOG_LINES_DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one answer `429 RATE_LIMITED`.
+pub fn rate_limited() {
+    METRICS.rate_limited.inc();
+}
+
+/// Counts one log line dropped instead of blocking a request.
+pub fn log_line_dropped() {
+    LOG_LINES_DROPPED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The method label: the standard methods by name, anything else as `other`.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}
+
+/// Records one answered request: `route` is the matched path template (or [`UNMATCHED`]).
+pub fn observe(route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
+    let labels = RequestLabels { route: route.to_string(), method: method_label(method), status: status.as_u16() };
+    METRICS.requests.get_or_create(&labels).inc();
+    METRICS.duration.get_or_create(&RouteLabels { route: labels.route }).observe(elapsed.as_secs_f64());
+}
+
+/// A request in flight, counted in `eco_http_in_flight` until dropped.
+pub struct InFlight(());
+
+impl InFlight {
+    pub fn enter() -> InFlight {
+        METRICS.in_flight.inc();
+        InFlight(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        METRICS.in_flight.dec();
+    }
+}
+
+/// The metrics text: the request metrics plus the dataset figures of `store` now.
+pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
+    let m = &*METRICS;
+    let mut r = Registry::default();
+    r.register("eco_http_requests", "HTTP requests answered, by route template, method and status", m.requests.clone());
+    r.register(
+        "eco_http_request_duration_seconds",
+        "Time from the request head to the answer's head, by route template",
+        m.duration.clone(),
+    );
+    r.register("eco_http_in_flight", "HTTP requests being handled now", m.in_flight.clone());
+    r.register(
+        "eco_rate_limited",
+        "Requests answered 429 RATE_LIMITED (a key's quota exhausted)",
+        m.rate_limited.clone(),
+    );
+    let dropped = Counter::<u64>::default();
+    dropped.inc_by(LOG_LINES_DROPPED.load(Ordering::Relaxed));
+    r.register("eco_log_lines_dropped", "Log lines dropped because the log writer fell behind", dropped);
+    if let Some(snapshot) = store.current() {
+        let rows = Gauge::<i64>::default();
+        rows.set(i64::try_from(snapshot.info.rows).unwrap_or(i64::MAX));
+        r.register("eco_dataset_rows", "Vehicles in the dataset being served", rows);
+        let info = Family::<Vec<(String, String)>, Gauge>::default();
+        info.get_or_create(&vec![("version".to_string(), snapshot.info.version.clone())]).set(1);
+        r.register("eco_dataset_info", "The dataset being served (value 1), by version", info);
+        let loaded = Gauge::<f64, AtomicU64>::default();
+        loaded.set(snapshot.info.loaded_at.timestamp_millis() as f64 / 1000.0);
+        r.register(
+            "eco_dataset_loaded_timestamp_seconds",
+            "When the dataset being served was loaded (Unix time)",
+            loaded,
+        );
+    }
+    let (ok, refused) = store.reload_counts();
+    let reloads = Family::<Vec<(String, String)>, Counter>::default();
+    reloads.get_or_create(&vec![("result".to_string(), "ok".to_string())]).inc_by(ok);
+    reloads.get_or_create(&vec![("result".to_string(), "refused".to_string())]).inc_by(refused);
+    r.register("eco_dataset_reloads", "Loads of the data file (start-up and reloads), by result", reloads);
+    let mut out = String::new();
+    encode(&mut out, &r)?;
+    Ok(out)
+}
+
+/// The `/metrics` route with its OpenAPI description.
+fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(metrics))
+}
+
+pub fn router() -> Router<AppState> {
+    routes().split_for_parts().0
+}
+
+/// The OpenAPI description of `/metrics` (merged by `openapi::base`).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    routes().into_openapi()
+}
+
+/// Prometheus metrics: requests by route template, method and status, latency histograms by
+/// route, requests in flight, 429s, and the dataset being served (rows, version, load time,
+/// reloads by result).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "health",
+    responses((status = 200, description = "The metrics in the OpenMetrics text format \
+        (`eco_http_requests_total{route,method,status}`, `eco_http_request_duration_seconds` by route, \
+        `eco_http_in_flight`, `eco_rate_limited_total`, `eco_log_lines_dropped_total`, `eco_dataset_rows`, \
+        `eco_dataset_info{version}`, `eco_dataset_loaded_timestamp_seconds`, `eco_dataset_reloads_total{result}`)",
+        content_type = "application/openmetrics-text", body = String))
+)]
+async fn metrics(State(state): State<AppState>) -> Response {
+    match render(state.store()) {
+        Ok(text) => {
+            let mut res = text.into_response();
+            let h = res.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            res
+        }
+        Err(e) => ApiError::internal(e).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_request_and_dataset_metrics() {
+        observe("/x/{id}", &Method::GET, StatusCode::OK, Duration::from_millis(3));
+        observe(UNMATCHED, &Method::from_bytes(b"BREW").unwrap(), StatusCode::NOT_FOUND, Duration::from_millis(1));
+        rate_limited();
+        let text = render(&Store::new(None)).unwrap();
+        assert!(text.contains(r#"eco_http_requests_total{route="/x/{id}",method="GET",status="200"} 1"#), "{text}");
+        assert!(text.contains(r#"eco_http_requests_total{route="unmatched",method="other",status="404"} 1"#), "{text}");
+        assert!(text.contains(r#"eco_http_request_duration_seconds_count{route="/x/{id}"} "#), "{text}");
+        assert!(text.contains("eco_rate_limited_total "), "{text}");
+        assert!(text.contains(r#"eco_dataset_reloads_total{result="refused"} 0"#), "{text}");
+        assert!(!text.contains("eco_dataset_rows"), "{text}");
+        assert!(text.ends_with("# EOF\n"));
+    }
+}
