@@ -2,7 +2,8 @@
 //!
 //! `engine` owns the data (Parquet → Polars views → snapshot → analytics); `http` owns the API
 //! (routing, credentials, envelopes, errors); `config` owns the command line; `sample` writes the
-//! deterministic synthetic catalog bundled with the repository.
+//! deterministic synthetic catalog bundled with the repository; `report` writes the analyst's
+//! HTML report of a catalog.
 
 pub mod config;
 pub mod credentials;
@@ -10,4 +11,5 @@ pub mod engine;
 pub mod http;
 pub mod memory;
 pub mod priority;
+pub mod report;
 pub mod sample;
