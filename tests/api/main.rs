@@ -11,5 +11,6 @@ mod keys;
 mod precision;
 mod rankings;
 mod reload;
+mod report;
 mod third_party;
 mod vehicles;
