@@ -9,9 +9,14 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::html::{decimal, integer};
 use super::ReportData;
 
-/// Size of a chart in SVG pixels (the page scales it to its column).
+/// Size of a chart in SVG pixels (the page scales it to its column): half the page's width,
+/// or all of it for the charts with many groups (categories, years).
 const WIDTH: u32 = 640;
+const WIDE: u32 = 1280;
 const HEIGHT: u32 = 360;
+/// Font sizes (plotters writes 1/1.24 of them as the SVG font size).
+const LABEL: u32 = 18;
+const DESC: u32 = 19;
 const FONT: &str = "sans-serif";
 
 const INK: RGBColor = RGBColor(0x1f, 0x29, 0x33);
@@ -60,9 +65,9 @@ impl Charts {
         })
     }
 
-    /// The charts in the page's order.
+    /// The charts in the page's order: the two distributions side by side, then the wide ones.
     pub fn all(&self) -> [&str; 4] {
-        [&self.eco_score_distribution, &self.co2_by_category, &self.emissions_distribution, &self.eco_score_by_year]
+        [&self.eco_score_distribution, &self.emissions_distribution, &self.co2_by_category, &self.eco_score_by_year]
     }
 }
 
@@ -136,8 +141,8 @@ fn bands(items: &[(String, u64)], colors: &[RGBColor; 4], x_desc: &str) -> anyho
             .y_labels(6)
             .x_label_formatter(&label)
             .y_label_formatter(&count)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 16).into_font().color(&INK))
+            .label_style((FONT, LABEL).into_font().color(&INK))
+            .axis_desc_style((FONT, DESC).into_font().color(&INK))
             .x_desc(x_desc)
             .y_desc("Veículos")
             .draw()
@@ -153,7 +158,7 @@ fn bands(items: &[(String, u64)], colors: &[RGBColor; 4], x_desc: &str) -> anyho
                 bar
             }))
             .map_err(text)?;
-        let value_style = (FONT, 16).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
+        let value_style = (FONT, LABEL).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
         chart
             .draw_series(items.iter().enumerate().map(|(i, (_, total))| {
                 Text::new(integer(*total), (SegmentValue::CenterOf(i as u32), *total as f64), value_style.clone())
@@ -166,11 +171,11 @@ fn bands(items: &[(String, u64)], colors: &[RGBColor; 4], x_desc: &str) -> anyho
 /// A horizontal bar per group (first group on top) with its mean at the end of the bar.
 fn means_by_group(groups: &[(String, f64)], x_desc: &str) -> anyhow::Result<String> {
     let rows = groups.len().max(1) as u32;
-    let height = (90 + 34 * rows).max(HEIGHT);
-    // Room for the longest name at the label size (about 8 px a character).
+    let height = (90 + 32 * rows).max(HEIGHT);
+    // Room for the longest name at the label size (about 9 px a character).
     let longest = groups.iter().map(|(g, _)| g.chars().count()).max().unwrap_or(0) as u32;
-    let label_area = (longest * 8 + 16).clamp(72, 260);
-    svg(x_desc, (WIDTH, height), |root| {
+    let label_area = (longest * 9 + 16).clamp(72, 420);
+    svg(x_desc, (WIDE, height), |root| {
         if groups.is_empty() {
             return empty(root);
         }
@@ -199,8 +204,8 @@ fn means_by_group(groups: &[(String, f64)], x_desc: &str) -> anyhow::Result<Stri
             .x_labels(6)
             .y_label_formatter(&label)
             .x_label_formatter(&value)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 16).into_font().color(&INK))
+            .label_style((FONT, LABEL).into_font().color(&INK))
+            .axis_desc_style((FONT, DESC).into_font().color(&INK))
             .x_desc(x_desc)
             .draw()
             .map_err(text)?;
@@ -213,7 +218,7 @@ fn means_by_group(groups: &[(String, f64)], x_desc: &str) -> anyhow::Result<Stri
                 bar
             }))
             .map_err(text)?;
-        let value_style = (FONT, 15).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center));
+        let value_style = (FONT, LABEL).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center));
         chart
             .draw_series(groups.iter().enumerate().map(|(i, (_, mean))| {
                 Text::new(format!(" {}", decimal(*mean, 2)), (*mean, SegmentValue::CenterOf(slot(i))), value_style.clone())
@@ -225,7 +230,7 @@ fn means_by_group(groups: &[(String, f64)], x_desc: &str) -> anyhow::Result<Stri
 
 /// The mean eco score per model year: a line through one point per year, each labelled.
 fn by_year(points: &[(i32, f64)]) -> anyhow::Result<String> {
-    svg("Eco score médio por ano-modelo", (WIDTH, HEIGHT), |root| {
+    svg("Eco score médio por ano-modelo", (WIDE, 400), |root| {
         let (Some(first), Some(last)) = (points.first().map(|p| p.0), points.last().map(|p| p.0)) else {
             return empty(root);
         };
@@ -238,7 +243,7 @@ fn by_year(points: &[(i32, f64)]) -> anyhow::Result<String> {
             .build_cartesian_2d((first..last).into_segmented(), 0f64..100f64)
             .map_err(text)?;
         // Every year when they fit, every other one when there are many.
-        let step = if years > 16 { 2 } else { 1 };
+        let step = if years > 30 { 2 } else { 1 };
         let label = |v: &SegmentValue<i32>| match v {
             SegmentValue::CenterOf(y) if (y - first) % step == 0 => y.to_string(),
             _ => String::new(),
@@ -254,8 +259,8 @@ fn by_year(points: &[(i32, f64)]) -> anyhow::Result<String> {
             .y_labels(6)
             .x_label_formatter(&label)
             .y_label_formatter(&score)
-            .label_style((FONT, 15).into_font().color(&INK))
-            .axis_desc_style((FONT, 16).into_font().color(&INK))
+            .label_style((FONT, LABEL).into_font().color(&INK))
+            .axis_desc_style((FONT, DESC).into_font().color(&INK))
             .x_desc("Ano-modelo")
             .y_desc("Eco score médio")
             .draw()
@@ -263,8 +268,8 @@ fn by_year(points: &[(i32, f64)]) -> anyhow::Result<String> {
         let at = |(year, mean): &(i32, f64)| (SegmentValue::CenterOf(*year), *mean);
         chart.draw_series(LineSeries::new(points.iter().map(at), TEAL.stroke_width(3))).map_err(text)?;
         chart.draw_series(points.iter().map(|p| Circle::new(at(p), 4, TEAL.filled()))).map_err(text)?;
-        if years <= 16 {
-            let style = (FONT, 14).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
+        if years <= 30 {
+            let style = (FONT, 17).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
             chart
                 .draw_series(points.iter().map(|p| Text::new(decimal(p.1, 1), at(p), style.clone())))
                 .map_err(text)?;

@@ -87,6 +87,7 @@ code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; 
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(460px, 1fr)); gap: 18px; }
 figure { margin: 0; border: 1px solid var(--line); padding: 10px; break-inside: avoid; page-break-inside: avoid; }
 figcaption { font-weight: 600; margin-bottom: 6px; }
+figure.wide { grid-column: 1 / -1; }
 figure svg { display: block; width: 100%; height: auto; }
 table { border-collapse: collapse; width: 100%; font-size: 14px; break-inside: avoid; page-break-inside: avoid; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid var(--line); }
@@ -129,15 +130,15 @@ pub fn page(report: &ReportData, charts: &Charts, cost: &CostConfig, generated_a
         generated = generated_at.format("%d/%m/%Y %H:%M"),
     );
     averages(&mut h, report);
-    let [eco, co2_by_category, emissions, by_year] = charts.all();
+    let [eco, emissions, co2_by_category, by_year] = charts.all();
     h.push_str("<h2>Gráficos</h2>\n<section class=\"charts\">\n");
-    for (caption, svg) in [
-        ("Distribuição do eco score (veículos por faixa)", eco),
-        ("CO2 médio por categoria (g/km)", co2_by_category),
-        ("Distribuição das emissões de CO2 (veículos por faixa)", emissions),
-        ("Eco score médio por ano-modelo", by_year),
+    for (caption, class, svg) in [
+        ("Distribuição do eco score (veículos por faixa)", "", eco),
+        ("Distribuição das emissões de CO2 (veículos por faixa)", "", emissions),
+        ("CO2 médio por categoria (g/km)", " class=\"wide\"", co2_by_category),
+        ("Eco score médio por ano-modelo", " class=\"wide\"", by_year),
     ] {
-        let _ = write!(h, "<figure>\n<figcaption>{}</figcaption>\n{svg}</figure>\n", escape(caption));
+        let _ = write!(h, "<figure{class}>\n<figcaption>{}</figcaption>\n{svg}</figure>\n", escape(caption));
     }
     h.push_str("</section>\n");
     most_economical(&mut h, &report.most_economical.items);
@@ -242,7 +243,7 @@ fn notes(h: &mut String, report: &ReportData, cost: &CostConfig) {
     let _ = write!(
         h,
         r#"<section class="notes">
-<p><strong>Metodologia.</strong> Os números vêm das mesmas funções que respondem à API, sobre o mesmo arquivo, e são idênticos às suas respostas: <code>/insights/summary</code> (médias e distribuição do eco score), <code>/insights/emissions</code> (CO2 por categoria e distribuição das emissões), <code>/rankings/most-economical</code>, <code>/rankings/lowest-co2</code> e <code>/rankings/by-year</code> (eco score médio por ano-modelo). Estão também neste arquivo em JSON (elemento <code>{DATA_ELEMENT_ID}</code>).</p>
+<p><strong>Metodologia.</strong> Os números são calculados pelas mesmas funções que produzem as respostas da API, sobre o mesmo arquivo, e são idênticos a elas: <code>/insights/summary</code> (médias e distribuição do eco score), <code>/insights/emissions</code> (CO2 por categoria e distribuição das emissões), <code>/rankings/most-economical</code>, <code>/rankings/lowest-co2</code> e <code>/rankings/by-year</code> (eco score médio por ano-modelo). Vão também embutidos nesta página em JSON (elemento <code>{DATA_ELEMENT_ID}</code>).</p>
 <p>As métricas por veículo vêm das visões SQL da pasta <code>queries/</code>, com a configuração de custos padrão do servidor ({km} km/ano; gasolina R$ {gasolina}/L; etanol R$ {etanol}/L; diesel R$ {diesel}/L; GNV R$ {gnv}/m³; eletricidade R$ {kwh}/kWh), que também entra na versão dos dados <code>{version}</code>. O eco score (0 a 100) é a média ponderada dos índices de energia (0,45), de CO2 (0,35) e de poluentes (0,20) disponíveis.</p>
 <p>As médias são calculadas sobre os valores publicados por veículo, ignoram valores ausentes e são arredondadas a 2 casas decimais (metade para o par). Faixas do eco score: Baixo (até 40), Regular (acima de 40 até 60), Bom (acima de 60 até 80), Excelente (acima de 80). Faixas de CO2: até 100, acima de 100 até 130, acima de 130 até 180 e acima de 180 g/km. Os mais econômicos são os 10 veículos de maior eficiência média de referência (km por unidade do combustível de referência); os de menor CO2, os 10 de menor CO2 de referência; empates são desfeitos pelo identificador do veículo.</p>
 </section>
