@@ -221,7 +221,11 @@ fn means_by_group(groups: &[(String, f64)], x_desc: &str) -> anyhow::Result<Stri
         let value_style = (FONT, LABEL).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center));
         chart
             .draw_series(groups.iter().enumerate().map(|(i, (_, mean))| {
-                Text::new(format!(" {}", decimal(*mean, 2)), (*mean, SegmentValue::CenterOf(slot(i))), value_style.clone())
+                Text::new(
+                    format!(" {}", decimal(*mean, 2)),
+                    (*mean, SegmentValue::CenterOf(slot(i))),
+                    value_style.clone(),
+                )
             }))
             .map_err(text)?;
         Ok(())
@@ -270,9 +274,7 @@ fn by_year(points: &[(i32, f64)]) -> anyhow::Result<String> {
         chart.draw_series(points.iter().map(|p| Circle::new(at(p), 4, TEAL.filled()))).map_err(text)?;
         if years <= 30 {
             let style = (FONT, 17).into_font().color(&INK).pos(Pos::new(HPos::Center, VPos::Bottom));
-            chart
-                .draw_series(points.iter().map(|p| Text::new(decimal(p.1, 1), at(p), style.clone())))
-                .map_err(text)?;
+            chart.draw_series(points.iter().map(|p| Text::new(decimal(p.1, 1), at(p), style.clone()))).map_err(text)?;
         }
         Ok(())
     })
@@ -292,8 +294,7 @@ mod tests {
         assert!(g.contains("120,25"), "{g}");
         let y = by_year(&[(2020, 50.0)]).unwrap();
         assert!(y.contains("2020") && y.contains("50,0"), "{y}");
-        for none in [means_by_group(&[], "x").unwrap(), by_year(&[]).unwrap(), bands(&[], &BAD_TO_GOOD, "x").unwrap()]
-        {
+        for none in [means_by_group(&[], "x").unwrap(), by_year(&[]).unwrap(), bands(&[], &BAD_TO_GOOD, "x").unwrap()] {
             assert!(none.contains("Sem dados"), "{none}");
         }
     }

@@ -34,7 +34,7 @@ pub fn escape(text: &str) -> String {
 fn grouped(digits: &str) -> String {
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push('.');
         }
         out.push(c);
@@ -105,7 +105,13 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 "#;
 
 /// The whole page. `json` is the embedded data, already safe for a `<script>` element.
-pub fn page(report: &ReportData, charts: &Charts, cost: &CostConfig, generated_at: DateTime<Utc>, json: &str) -> String {
+pub fn page(
+    report: &ReportData,
+    charts: &Charts,
+    cost: &CostConfig,
+    generated_at: DateTime<Utc>,
+    json: &str,
+) -> String {
     let mut h = String::with_capacity(64 * 1024 + charts.all().iter().map(|c| c.len()).sum::<usize>());
     let rows = integer(report.rows as u64);
     let version = escape(&report.version);
@@ -144,7 +150,10 @@ pub fn page(report: &ReportData, charts: &Charts, cost: &CostConfig, generated_a
     most_economical(&mut h, &report.most_economical.items);
     lowest_co2(&mut h, &report.lowest_co2_vehicles);
     notes(&mut h, report, cost);
-    let _ = write!(h, "</main>\n<script type=\"application/json\" id=\"{DATA_ELEMENT_ID}\">{json}</script>\n</body>\n</html>\n");
+    let _ = write!(
+        h,
+        "</main>\n<script type=\"application/json\" id=\"{DATA_ELEMENT_ID}\">{json}</script>\n</body>\n</html>\n"
+    );
     h
 }
 
@@ -157,9 +166,9 @@ fn averages(h: &mut String, report: &ReportData) {
         ("Emissão média de CO2", mean(m.emissao_media), "g/km"),
         ("Veículos no catálogo", integer(report.rows as u64), ""),
     ] {
-        let _ = write!(
+        let _ = writeln!(
             h,
-            "<div class=\"card\"><div class=\"label\">{}</div><div class=\"value\">{} <span class=\"unit\">{}</span></div></div>\n",
+            "<div class=\"card\"><div class=\"label\">{}</div><div class=\"value\">{} <span class=\"unit\">{}</span></div></div>",
             escape(label),
             escape(&value),
             escape(unit)
@@ -199,9 +208,9 @@ fn vehicle_row(
     combustivel: &str,
     value: f64,
 ) {
-    let _ = write!(
+    let _ = writeln!(
         h,
-        "<tr><td class=\"num\">{position}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{ano}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+        "<tr><td class=\"num\">{position}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{ano}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
         escape(marca),
         escape(modelo),
         escape(versao),
@@ -217,7 +226,17 @@ fn most_economical(h: &mut String, items: &[FixedRankingItem]) {
         "<h2>Os 10 mais econômicos</h2>\n<table id=\"mais-economicos\">\n<thead><tr>{VEHICLE_HEADERS}<th class=\"num\">Eficiência (km/unidade)</th></tr></thead>\n<tbody>\n"
     );
     for i in items {
-        vehicle_row(h, i.ranking_posicao, &i.marca, &i.modelo, &i.versao, i.ano, &i.categoria, &i.combustivel_tipo, i.metric_value);
+        vehicle_row(
+            h,
+            i.ranking_posicao,
+            &i.marca,
+            &i.modelo,
+            &i.versao,
+            i.ano,
+            &i.categoria,
+            &i.combustivel_tipo,
+            i.metric_value,
+        );
     }
     if items.is_empty() {
         h.push_str("<tr><td colspan=\"8\">Nenhum veículo com eficiência informada.</td></tr>\n");
@@ -277,6 +296,9 @@ mod tests {
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(escape(r#"<a href="x">Tom & 'Jerry'</a>"#), "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;");
+        assert_eq!(
+            escape(r#"<a href="x">Tom & 'Jerry'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; &#39;Jerry&#39;&lt;/a&gt;"
+        );
     }
 }

@@ -108,7 +108,8 @@ fn report_numbers_are_the_apis_answers() {
     let summary = app.data("/insights/summary");
     assert_eq!(page["distribuicaoEcoScore"], summary["distribuicaoEcoScore"]);
     assert_eq!(page["mediasGerais"], summary["mediasGerais"]);
-    let bands: u64 = page["distribuicaoEcoScore"].as_array().unwrap().iter().map(|b| b["total"].as_u64().unwrap()).sum();
+    let bands: u64 =
+        page["distribuicaoEcoScore"].as_array().unwrap().iter().map(|b| b["total"].as_u64().unwrap()).sum();
     assert_eq!(bands, 18, "every vehicle has a score");
 
     let emissions = app.data("/insights/emissions");
@@ -149,7 +150,12 @@ fn report_page_is_self_contained_and_escapes_text() {
     }
     assert_eq!(html.matches("<svg").count(), 4, "one inline SVG per chart");
     assert_eq!(html.matches("</svg>").count(), 4);
-    for heading in ["Distribuição do eco score", "CO2 médio por categoria", "Distribuição das emissões", "Eco score médio por ano-modelo"] {
+    for heading in [
+        "Distribuição do eco score",
+        "CO2 médio por categoria",
+        "Distribuição das emissões",
+        "Eco score médio por ano-modelo",
+    ] {
         assert!(html.contains(heading), "{heading}");
     }
     assert!(html.contains("Os 10 mais econômicos") && html.contains("Os 10 com menor emissão de CO2"));
