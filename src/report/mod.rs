@@ -157,7 +157,8 @@ pub fn run(data: &Path, queries: &Path, out: &Path) -> Result<Written, ReportErr
     let started = Instant::now();
     let cost = CostConfig::default();
     let views = Views::read(queries, &cost)?;
-    let snapshot = load::load_file(data, &views).map_err(|e| match e {
+    // As the server's cold start: freed pages are reused during the load, returned at its end.
+    let snapshot = crate::memory::during_load(|| load::load_file(data, &views)).map_err(|e| match e {
         LoadError::Views { .. } => ReportError::Other(anyhow::Error::new(e)),
         e => ReportError::Input(e),
     })?;
