@@ -7,7 +7,7 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test help
+.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test report report-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -18,6 +18,8 @@ help:
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
+	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
+	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -30,6 +32,7 @@ test:
 	$(CARGO) test --release --locked
 	$(MAKE) contract
 	$(MAKE) cluster-test
+	$(MAKE) report-test
 
 data: build
 	$(BIN) generate --rows $(SAMPLE_ROWS) --seed $(SAMPLE_SEED) --out data/catalog.parquet
@@ -88,3 +91,21 @@ $(VENV)/.contract-installed: tests/contract/requirements.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/contract/requirements.txt
 	touch $@
+
+# The analyst report (src/report/): one self-contained HTML page of a catalog, written
+# atomically; the command prints how long it took. REPORT_DATA=target/report-1m.parquet for a
+# generated 1M-row catalog (eco-insights generate --rows 1000000 --out target/report-1m.parquet).
+REPORT_DATA ?= data/catalog.parquet
+REPORT_OUT ?= report.html
+
+report: build
+	$(BIN) report --data $(REPORT_DATA) --out $(REPORT_OUT)
+
+# Headless Chromium (the Debian package, installed when missing) renders the sample's report to
+# a PNG that must not be blank (tests/report/render.sh). Output in target/report/.
+CHROMIUM_INSTALL = command -v chromium >/dev/null || apt-get install -y chromium || (apt-get update && apt-get install -y chromium)
+
+report-test: build
+	$(CHROMIUM_INSTALL)
+	$(BIN) report --data data/catalog.parquet --out target/report/report.html
+	tests/report/render.sh target/report/report.html target/report/report.png

@@ -29,6 +29,11 @@ pub enum Command {
     /// Manage the credentials file: add a client (prints its new key and secret once), list, revoke.
     #[command(subcommand)]
     Credentials(CredentialsCommand),
+    /// Write the analyst report: one self-contained HTML page in Portuguese (charts as inline
+    /// SVG, tables, fleet averages, the numbers as embedded JSON), computed like the API's answers
+    /// with the server's default cost configuration. Exits 2 with the validator's message when the
+    /// file is invalid or unreadable, 1 on any other failure.
+    Report(ReportArgs),
 }
 
 /// How log lines are written to standard error.
@@ -169,6 +174,21 @@ pub struct ValidateArgs {
     pub max_data_bytes: u64,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Parquet catalog to report on.
+    #[arg(long, env = "ECO_REPORT_DATA", default_value = "data/catalog.parquet")]
+    pub data: PathBuf,
+    /// HTML file to write (atomically: a temporary file in the same folder, then a rename).
+    #[arg(long, env = "ECO_REPORT_OUT", default_value = "report.html")]
+    pub out: PathBuf,
+    /// Folder of the Polars SQL views (as `serve --queries`). The cost configuration is the
+    /// server's default (the `serve` defaults of --km-ano and the prices), so the numbers and the
+    /// dataset version are those of a server started with its defaults.
+    #[arg(long, env = "ECO_QUERIES", default_value = "queries")]
+    pub queries: PathBuf,
+}
+
 #[derive(Debug, Clone, Subcommand)]
 pub enum CredentialsCommand {
     /// Create a client: a random key and a 256-bit secret from the OS generator. Prints
@@ -228,5 +248,14 @@ mod tests {
         let cli = Cli::try_parse_from(["eco-insights", "serve", "--preco-kwh", "0"]).unwrap();
         let Command::Serve(s) = cli.command else { panic!() };
         assert!(s.cost().unwrap_err().to_string().contains("preco-kwh"));
+    }
+
+    #[test]
+    fn report_defaults() {
+        let cli = Cli::try_parse_from(["eco-insights", "report"]).unwrap();
+        let Command::Report(r) = cli.command else { panic!() };
+        assert_eq!(r.data, PathBuf::from("data/catalog.parquet"));
+        assert_eq!(r.out, PathBuf::from("report.html"));
+        assert_eq!(r.queries, PathBuf::from("queries"));
     }
 }

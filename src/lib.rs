@@ -2,7 +2,8 @@
 //!
 //! `engine` owns the data (Parquet → Polars views → snapshot → analytics); `http` owns the API
 //! (routing, credentials, envelopes, errors); `config` owns the command line; `sample` writes the
-//! deterministic synthetic catalog bundled with the repository.
+//! deterministic synthetic catalog bundled with the repository; `report` writes the analyst's
+//! HTML report of a catalog.
 
 pub mod config;
 pub mod credentials;
@@ -11,4 +12,5 @@ pub mod http;
 pub mod logging;
 pub mod memory;
 pub mod priority;
+pub mod report;
 pub mod sample;

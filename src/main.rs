@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ServeArgs, ValidateArgs};
+use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ReportArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load;
 use eco_insights::engine::reload;
 use eco_insights::engine::store::{ReloadResult, Store};
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Command::Generate(args) => generate_cmd(args),
         Command::Validate(args) => return validate_cmd(args),
         Command::Credentials(command) => credentials_cmd(command),
+        Command::Report(args) => return report_cmd(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -74,6 +75,30 @@ fn validate_cmd(args: ValidateArgs) -> ExitCode {
         Err(e) => {
             eprintln!("{e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+fn report_cmd(args: ReportArgs) -> ExitCode {
+    match eco_insights::report::run(&args.data, &args.queries, &args.out) {
+        Ok(w) => {
+            println!(
+                "wrote {} ({} rows, dataset version {}) in {:.2} s",
+                w.out.display(),
+                w.rows,
+                w.version,
+                w.elapsed.as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e @ eco_insights::report::ReportError::Input(_)) => {
+            // The validator's own message, as `eco-insights validate` prints it.
+            eprintln!("{e}");
+            ExitCode::from(e.exit_status())
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(e.exit_status())
         }
     }
 }

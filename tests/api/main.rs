@@ -12,5 +12,6 @@ mod operations;
 mod precision;
 mod rankings;
 mod reload;
+mod report;
 mod third_party;
 mod vehicles;
