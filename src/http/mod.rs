@@ -9,6 +9,7 @@ pub mod error;
 pub mod middleware;
 pub mod openapi;
 pub mod params;
+pub mod profile;
 pub mod routes;
 pub mod wire;
 
@@ -86,6 +87,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(routes::insights::router())
         .merge(routes::vehicles::router())
         .merge(routes::compare::router())
+        .merge(routes::facets::router())
+        .merge(routes::methodology::router())
 }
 
 /// The complete application router.

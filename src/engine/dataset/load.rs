@@ -208,6 +208,7 @@ pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, 
         loaded_at: Utc::now(),
         source: path.to_path_buf(),
         rows: view.height(),
+        views: std::sync::Arc::new(views.clone()),
     };
     let snapshot = Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))?;
     tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");

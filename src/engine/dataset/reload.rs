@@ -138,7 +138,8 @@ impl Reloader {
         let cost = self.cost.clone();
         let warm = self.warm;
         let max_bytes = self.max_bytes;
-        let current = self.store.current().map(|s| s.info.version.clone());
+        let previous = self.store.current();
+        let current = previous.as_ref().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
@@ -152,7 +153,15 @@ impl Reloader {
             }
             let snapshot = load::load_bytes(&bytes, &data, &views).map_err(|e| e.to_string())?;
             warm(&snapshot);
-            Ok(Some(snapshot))
+            // What the swap changes, for the log line (a failure here never refuses the export).
+            let counts = previous.and_then(|p| match super::diff::compare(&p, &snapshot) {
+                Ok(delta) => Some(delta.counts()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot compare the new dataset with the serving one");
+                    None
+                }
+            });
+            Ok(Some((snapshot, counts)))
         };
         // A thread of its own, at the process's normal priority (the threads serving requests
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
@@ -165,14 +174,27 @@ impl Reloader {
             Err(e) => Err(format!("cannot start the reload thread: {e}")),
         };
         match outcome {
-            Ok(Ok(Some(snapshot))) => {
+            Ok(Ok(Some((snapshot, counts)))) => {
                 let (version, rows, bytes) =
                     (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
                 // The replaced snapshot is freed off the async workers (when no request holds it
                 // any more, the last one to finish frees it).
                 let previous = self.store.replace(snapshot);
                 tokio::task::spawn_blocking(move || drop(previous));
-                tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
+                match counts {
+                    Some(c) => tracing::info!(
+                        %version,
+                        rows,
+                        bytes,
+                        added = c.added,
+                        removed = c.removed,
+                        changed = c.changed,
+                        unchanged = c.unchanged,
+                        file = %self.data.display(),
+                        "dataset swapped in"
+                    ),
+                    None => tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in"),
+                }
                 self.store.record_reload(ReloadResult::Ok);
                 Outcome::Swapped { version, rows }
             }
