@@ -12,4 +12,5 @@ mod precision;
 mod rankings;
 mod reload;
 mod third_party;
+mod tools;
 mod vehicles;
