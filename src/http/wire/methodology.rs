@@ -158,6 +158,11 @@ fn num(x: f64) -> String {
     format!("{}", round_published(x, 6)).replace('.', ",")
 }
 
+/// A price as the texts show it: two decimals, decimal comma.
+fn price(x: f64) -> String {
+    format!("{:.2}", round_published(x, 2)).replace('.', ",")
+}
+
 impl Methodology {
     pub fn of(snapshot: &Snapshot) -> Methodology {
         let cost = &snapshot.info.views.cost;
@@ -193,11 +198,11 @@ impl Methodology {
                      média de referência × preço do combustível. Outro combustível ou dado ausente: nulo. Em vigor: \
                      {} km/ano; gasolina R$ {}/L, etanol R$ {}/L, diesel R$ {}/L, GNV R$ {}/m³, eletricidade R$ {}/kWh.",
                     num(cost.km_ano),
-                    num(cost.preco_gasolina),
-                    num(cost.preco_etanol),
-                    num(cost.preco_diesel),
-                    num(cost.preco_gnv),
-                    num(cost.preco_kwh),
+                    price(cost.preco_gasolina),
+                    price(cost.preco_etanol),
+                    price(cost.preco_diesel),
+                    price(cost.preco_gnv),
+                    price(cost.preco_kwh),
                 ),
             },
         ];
