@@ -270,6 +270,18 @@ fn a_driving_profile_recomputes_the_costs() {
         assert_eq!(body["data"]["data"]["summary"]["vencedor_geral"], json!(uid(3)));
     }
 
+    // The smallest positive price is a price like any other (written into the SQL as a float).
+    let tiny = Profile { gasolina: 5e-324, etanol: 5e-324, kwh: 1.5e-7, ..DEFAULTS };
+    for (i, r) in rows.iter().enumerate().take(3) {
+        let path = format!(
+            "/vehicles/{}/summary?preco_gasolina=5e-324&preco_etanol=5e-324&preco_kwh=1.5e-7",
+            uid(i as u32 + 1)
+        );
+        let (status, body) = app.get(&path);
+        assert_eq!(status, 200, "{body}");
+        assert_cost(&body["data"]["data"]["summary"]["consumo"]["custo_anual_estimado"], custo(r, tiny), &path);
+    }
+
     // Other operations carry no profile.
     let (_, body) = app.get("/insights/summary");
     assert!(body["data"]["meta"].get("perfil_custo").is_none(), "{body}");

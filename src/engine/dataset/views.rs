@@ -160,13 +160,27 @@ fn compile(templates: &[(PathBuf, String)], cost: &CostConfig) -> Vec<(PathBuf, 
     for (file, template) in templates {
         let mut sql = template.clone();
         for (key, value) in cost.placeholders() {
-            sql = sql.replace(key, &format!("{value:?}"));
+            sql = sql.replace(key, &sql_number(value));
         }
         for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             statements.push((file.clone(), stmt.to_string()));
         }
     }
     statements
+}
+
+/// A number as a Polars SQL float literal: Rust's shortest round-trip form, always with a
+/// decimal point (Polars SQL reads a literal without one as an integer, so `5e-324` must be
+/// written `5.0e-324`).
+fn sql_number(value: f64) -> String {
+    let text = format!("{value:?}");
+    if text.contains('.') {
+        return text;
+    }
+    match text.find('e') {
+        Some(i) => format!("{}.0{}", &text[..i], &text[i..]),
+        None => format!("{text}.0"),
+    }
 }
 
 fn strip_comments(text: &str) -> String {
@@ -182,6 +196,18 @@ fn strip_comments(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_float_literals() {
+        assert_eq!(sql_number(12_000.0), "12000.0");
+        assert_eq!(sql_number(0.85), "0.85");
+        assert_eq!(sql_number(5e-324), "5.0e-324");
+        assert_eq!(sql_number(1.5e-7), "1.5e-7");
+        assert_eq!(sql_number(1e21), "1.0e21");
+        for v in [5e-324, 1.5e-7, 1e21, 6.2] {
+            assert_eq!(sql_number(v).parse::<f64>().unwrap(), v);
+        }
+    }
 
     #[test]
     fn comments_are_stripped() {
