@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::schema::COLUMNS;
 use super::table::{Table, Vehicle};
+use super::text_index::TextValues;
 use super::views::DERIVED_COLUMNS;
 
 /// The vehicles of two tables, matched by id.
@@ -53,14 +54,43 @@ fn compared_columns() -> impl Iterator<Item = &'static str> {
     COLUMNS.iter().map(|c| c.name).chain(DERIVED_COLUMNS.iter().copied())
 }
 
-/// A column made comparable across tables: text (plain or dictionary-encoded, whose codes differ
-/// from table to table) as plain text.
-fn comparable(c: Column) -> PolarsResult<Series> {
-    let c = match c.dtype() {
-        DataType::Categorical(_, _) => c.cast(&DataType::String)?,
-        _ => c,
+fn is_text(c: &Column) -> bool {
+    matches!(c.dtype(), DataType::Categorical(_, _) | DataType::String)
+}
+
+/// Marks the matched pairs whose values of one column differ. Text columns (whose dictionary
+/// codes differ from table to table) compare their values in place, without materialising
+/// strings; the others are gathered and compared by Polars (null equals null).
+fn mark_differences(
+    x: &Column,
+    y: &Column,
+    old_rows: &[u32],
+    new_rows: &[u32],
+    differs: &mut [bool],
+) -> PolarsResult<()> {
+    if is_text(x) && is_text(y) {
+        let (a, b) = (TextValues::of(x)?, TextValues::of(y)?);
+        for (k, (&o, &n)) in old_rows.iter().zip(new_rows).enumerate() {
+            if a.get(o as usize) != b.get(n as usize) {
+                differs[k] = true;
+            }
+        }
+        return Ok(());
+    }
+    let x = x.take(&IdxCa::from_vec(PlSmallStr::EMPTY, old_rows.to_vec()))?;
+    let y = y.take(&IdxCa::from_vec(PlSmallStr::EMPTY, new_rows.to_vec()))?;
+    let (x, y) = (x.as_materialized_series(), y.as_materialized_series());
+    let same = if x.dtype() == y.dtype() {
+        x.equal_missing(y)?
+    } else {
+        x.cast(&DataType::String)?.equal_missing(&y.cast(&DataType::String)?)?
     };
-    Ok(c.as_materialized_series().clone())
+    for (k, eq) in same.iter().enumerate() {
+        if eq != Some(true) {
+            differs[k] = true;
+        }
+    }
+    Ok(())
 }
 
 /// Matches the two tables' vehicles by id and finds the changed ones, column by column over the
@@ -95,21 +125,8 @@ pub fn compare(old: &Table, new: &Table) -> PolarsResult<Delta> {
     }
     let mut differs = vec![false; old_rows.len()];
     if !old_rows.is_empty() {
-        let old_take = IdxCa::from_vec(PlSmallStr::EMPTY, old_rows.clone());
-        let new_take = IdxCa::from_vec(PlSmallStr::EMPTY, new_rows.clone());
         for name in compared_columns() {
-            let x = comparable(old.frame().column(name)?.take(&old_take)?)?;
-            let y = comparable(new.frame().column(name)?.take(&new_take)?)?;
-            let same = if x.dtype() == y.dtype() {
-                x.equal_missing(&y)?
-            } else {
-                x.cast(&DataType::String)?.equal_missing(&y.cast(&DataType::String)?)?
-            };
-            for (k, eq) in same.iter().enumerate() {
-                if eq != Some(true) {
-                    differs[k] = true;
-                }
-            }
+            mark_differences(old.frame().column(name)?, new.frame().column(name)?, &old_rows, &new_rows, &mut differs)?;
         }
     }
     for (k, d) in differs.iter().enumerate() {
