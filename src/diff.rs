@@ -1,6 +1,7 @@
 //! The `diff` command: loads two exports through the service's own load path (the validator's
 //! checks, the views) and reports what changed, by id, as text for people or as JSON.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use serde_json::{json, Map, Value as Json};
@@ -129,15 +130,23 @@ pub fn run(args: &DiffArgs) -> ExitCode {
         }
     };
     let changes = diff::changes(&old, &new, &delta);
-    match args.format {
+    let report = match args.format {
         DiffFormat::Json => match serde_json::to_string_pretty(&to_json(&old, &new, &delta, &changes)) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => s + "\n",
             Err(e) => {
                 eprintln!("error: {e}");
                 return ExitCode::FAILURE;
             }
         },
-        DiffFormat::Text => print!("{}", to_text(&old, &new, &delta, &changes)),
+        DiffFormat::Text => to_text(&old, &new, &delta, &changes),
+    };
+    // A reader that stops early (`| head`) is not a failure.
+    let mut out = std::io::stdout().lock();
+    match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write the report: {e}");
+            ExitCode::FAILURE
+        }
+        _ => ExitCode::SUCCESS,
     }
-    ExitCode::SUCCESS
 }

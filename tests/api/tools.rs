@@ -530,7 +530,7 @@ fn the_reload_log_line_says_what_the_swap_changed() {
     std::fs::rename(&staged, &data).unwrap();
     let start = Instant::now();
     let line = loop {
-        if let Some(line) = app.logs().lines().find(|l| l.contains("dataset swapped in")).map(str::to_string) {
+        if let Some(line) = app.logs().lines().find(|l| l.contains("dataset swap changed")).map(str::to_string) {
             break line;
         }
         assert!(start.elapsed() < Duration::from_secs(15), "no swap within 15 s:\n{}", app.logs());
@@ -539,4 +539,7 @@ fn the_reload_log_line_says_what_the_swap_changed() {
     for field in ["added=1", "removed=1", "changed=1", "unchanged=2"] {
         assert!(line.contains(field), "{field} missing from: {line}");
     }
+    let version = app.raw("GET", "/readyz").send().json()["dataset"]["version"].as_str().unwrap().to_string();
+    assert!(line.contains(&format!("to={version}")), "{line}");
+    assert!(app.logs().contains("dataset swapped in"));
 }

@@ -66,6 +66,35 @@ pub fn public_reason(data: &std::path::Path, why: &str) -> String {
     }
 }
 
+/// Logs what a swap changed (vehicles added, removed, changed, unchanged), computed after the
+/// swap on a thread of its own, so the new data serves without waiting for the comparison; the
+/// replaced snapshot is freed there once compared.
+fn log_changes(previous: Arc<Snapshot>, current: Arc<Snapshot>) {
+    let work = move || {
+        let started = std::time::Instant::now();
+        match super::diff::compare(&previous, &current) {
+            Ok(delta) => {
+                let c = delta.counts();
+                tracing::info!(
+                    from = %previous.info.version,
+                    to = %current.info.version,
+                    added = c.added,
+                    removed = c.removed,
+                    changed = c.changed,
+                    unchanged = c.unchanged,
+                    ms = started.elapsed().as_millis() as u64,
+                    "dataset swap changed"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot compare the swapped datasets"),
+        }
+        drop(previous);
+    };
+    if let Err(e) = std::thread::Builder::new().name("eco-reload-diff".into()).spawn(work) {
+        tracing::warn!(error = %e, "cannot start the thread comparing the swapped datasets");
+    }
+}
+
 impl Reloader {
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
         Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX }
@@ -138,8 +167,7 @@ impl Reloader {
         let cost = self.cost.clone();
         let warm = self.warm;
         let max_bytes = self.max_bytes;
-        let previous = self.store.current();
-        let current = previous.as_ref().map(|s| s.info.version.clone());
+        let current = self.store.current().map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
@@ -153,15 +181,7 @@ impl Reloader {
             }
             let snapshot = load::load_bytes(&bytes, &data, &views).map_err(|e| e.to_string())?;
             warm(&snapshot);
-            // What the swap changes, for the log line (a failure here never refuses the export).
-            let counts = previous.and_then(|p| match super::diff::compare(&p, &snapshot) {
-                Ok(delta) => Some(delta.counts()),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot compare the new dataset with the serving one");
-                    None
-                }
-            });
-            Ok(Some((snapshot, counts)))
+            Ok(Some(snapshot))
         };
         // A thread of its own, at the process's normal priority (the threads serving requests
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
@@ -174,26 +194,18 @@ impl Reloader {
             Err(e) => Err(format!("cannot start the reload thread: {e}")),
         };
         match outcome {
-            Ok(Ok(Some((snapshot, counts)))) => {
+            Ok(Ok(Some(snapshot))) => {
                 let (version, rows, bytes) =
                     (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
-                // The replaced snapshot is freed off the async workers (when no request holds it
-                // any more, the last one to finish frees it).
+                // The replaced snapshot is freed off the async workers, by the thread that
+                // compares it with the new one (when no request holds it any more, the last one
+                // to finish frees it).
                 let previous = self.store.replace(snapshot);
-                tokio::task::spawn_blocking(move || drop(previous));
-                match counts {
-                    Some(c) => tracing::info!(
-                        %version,
-                        rows,
-                        bytes,
-                        added = c.added,
-                        removed = c.removed,
-                        changed = c.changed,
-                        unchanged = c.unchanged,
-                        file = %self.data.display(),
-                        "dataset swapped in"
-                    ),
-                    None => tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in"),
+                tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
+                let current = self.store.current();
+                match (previous, current) {
+                    (Some(previous), Some(current)) => log_changes(previous, current),
+                    (previous, _) => drop(tokio::task::spawn_blocking(move || drop(previous))),
                 }
                 self.store.record_reload(ReloadResult::Ok);
                 Outcome::Swapped { version, rows }
