@@ -301,6 +301,22 @@ pub fn assert_error(res: (u16, Value), status: u16, code: &str) -> String {
     body["error"]["message"].as_str().unwrap().to_string()
 }
 
+/// Starts the service on an export it must refuse: it starts anyway and `/readyz` answers 503.
+/// Returns the log once it holds the refusal (its reason names the column, row and rule).
+pub fn refused_at_start(data: &Path) -> String {
+    let dir = temp_dir("refused");
+    let copy = dir.join("catalog.parquet");
+    std::fs::copy(data, &copy).unwrap();
+    let app = TestApp::serve(&dir, &copy, &[]);
+    let res = app.raw("GET", "/readyz").send();
+    assert_eq!(res.status, 503, "{}", res.text());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !app.logs().contains("no dataset loaded") && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    app.logs()
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         let _ = self.child.kill();

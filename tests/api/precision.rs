@@ -250,7 +250,7 @@ fn an_infinite_value_is_refused_naming_column_and_row() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("column 'co2_fossil_g_km', row 3: infinite value"), "{stderr}");
     assert!(stderr.contains("column 'eficiencia_cidade_km_l', row 5: infinite value"), "{stderr}");
-    let log = TestApp::try_serve(&dir, &data, &[]).err().expect("start-up refuses the file");
+    let log = refused_at_start(&data);
     assert!(log.contains("column 'co2_fossil_g_km', row 3: infinite value"), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
