@@ -8,7 +8,9 @@
 -- Each index is clamped to 0-100 with CASE, never GREATEST/LEAST: those skip nulls and would
 -- turn a missing index into 0 instead of leaving it out of the weighted mean.
 -- Weights 0.45 (energy), 0.35 (CO2), 0.20 (pollutants), renormalised over the indices present;
--- no score when both the energy and the CO2 index are missing.
+-- no score when both the energy and the CO2 index are missing. The weights, index bounds,
+-- pollutant limits, bands and decimals are {{placeholders}} filled from
+-- src/engine/dataset/formula.rs, the constants GET /methodology publishes.
 --
 -- Three statements: ROUND_PUBLISHED is a function the service registers, and Polars SQL sees such
 -- functions in a statement's final SELECT but not inside its WITH clauses.
@@ -17,9 +19,9 @@ CREATE TABLE vw_eco_score_raw AS
 WITH raw AS (
     SELECT
         *,
-        100.0 * (3.0 - consumo_energetico_mj_km) / 2.7 AS energia_raw,
-        100.0 * (250.0 - co2_fossil_g_km) / 250.0 AS co2_raw,
-        100.0 * (1.0 - (nmhc_g_km / 0.05 + co_g_km / 1.3 + nox_g_km / 0.08) / 3.0) AS poluentes_raw
+        100.0 * ({{energia_zero_mj_km}} - consumo_energetico_mj_km) / {{energia_escala_mj_km}} AS energia_raw,
+        100.0 * ({{co2_zero_g_km}} - co2_fossil_g_km) / {{co2_zero_g_km}} AS co2_raw,
+        100.0 * (1.0 - (nmhc_g_km / {{limite_nmhc_g_km}} + co_g_km / {{limite_co_g_km}} + nox_g_km / {{limite_nox_g_km}}) / 3.0) AS poluentes_raw
     FROM vw_metrics
 ),
 indices AS (
@@ -37,18 +39,18 @@ SELECT
     *,
     CASE
         WHEN indice_energia IS NULL AND indice_co2 IS NULL THEN NULL
-        ELSE (0.45 * COALESCE(indice_energia, 0.0)
-              + 0.35 * COALESCE(indice_co2, 0.0)
-              + 0.20 * COALESCE(indice_poluentes, 0.0))
-             / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE 0.45 END
-                + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE 0.35 END
-                + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE 0.20 END)
+        ELSE ({{peso_energia}} * COALESCE(indice_energia, 0.0)
+              + {{peso_co2}} * COALESCE(indice_co2, 0.0)
+              + {{peso_poluentes}} * COALESCE(indice_poluentes, 0.0))
+             / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE {{peso_energia}} END
+                + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE {{peso_co2}} END
+                + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE {{peso_poluentes}} END)
     END AS eco_score_raw
 FROM indices;
 
 -- The published score: the only rounding of the score, one decimal.
 CREATE TABLE vw_eco_score_published AS
-SELECT *, ROUND_PUBLISHED(eco_score_raw, 1) AS eco_score
+SELECT *, ROUND_PUBLISHED(eco_score_raw, {{casas_eco_score}}) AS eco_score
 FROM vw_eco_score_raw;
 
 -- The band of the published score.
@@ -57,9 +59,9 @@ SELECT
     *,
     CASE
         WHEN eco_score IS NULL THEN NULL
-        WHEN eco_score <= 40 THEN 'Baixo'
-        WHEN eco_score <= 60 THEN 'Regular'
-        WHEN eco_score <= 80 THEN 'Bom'
+        WHEN eco_score <= {{faixa_baixo_max}} THEN 'Baixo'
+        WHEN eco_score <= {{faixa_regular_max}} THEN 'Regular'
+        WHEN eco_score <= {{faixa_bom_max}} THEN 'Bom'
         ELSE 'Excelente'
     END AS eco_faixa
 FROM vw_eco_score_published;

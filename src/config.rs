@@ -34,6 +34,10 @@ pub enum Command {
     /// with the server's default cost configuration. Exits 2 with the validator's message when the
     /// file is invalid or unreadable, 1 on any other failure.
     Report(ReportArgs),
+    /// Compare two exports by id: vehicles added, removed, changed (each changed field with its
+    /// old and new value, published metrics included) and unchanged. Exits 2 when a file is
+    /// invalid (with the validator's message), 1 on other failures, 0 otherwise.
+    Diff(DiffArgs),
 }
 
 /// How log lines are written to standard error.
@@ -43,6 +47,35 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// Output of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    /// A summary and one line per vehicle and changed field, for people.
+    Text,
+    /// One JSON document: added, removed, changed, unchanged (counts) and changes.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The previous export (Parquet).
+    #[arg(env = "ECO_DIFF_OLD")]
+    pub old: PathBuf,
+    /// The new export (Parquet).
+    #[arg(env = "ECO_DIFF_NEW")]
+    pub new: PathBuf,
+    /// Output format.
+    #[arg(long, env = "ECO_DIFF_FORMAT", value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+    /// Folder of the SQL views that compute the published metrics (the cost configuration is the
+    /// server's default: 12,000 km/year and the default prices).
+    #[arg(long, env = "ECO_QUERIES", default_value = "queries")]
+    pub queries: PathBuf,
+    /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
+    #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_data_bytes: u64,
 }
 
 /// Default of `--max-data-bytes`: 2 GiB.

@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod credentials;
+pub mod diff;
 pub mod engine;
 pub mod http;
 pub mod logging;

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => return validate_cmd(args),
         Command::Credentials(command) => credentials_cmd(command),
         Command::Report(args) => return report_cmd(args),
+        Command::Diff(args) => return eco_insights::diff::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

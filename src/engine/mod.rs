@@ -12,8 +12,8 @@
 pub mod dataset;
 pub mod ops;
 
-pub use dataset::{load, publish, reload, schema, snapshot, store, table, text_index, views};
-pub use ops::{catalog, compare, filters, insights, rankings, vehicles};
+pub use dataset::{diff, formula, load, publish, reload, schema, snapshot, store, table, text_index, views};
+pub use ops::{catalog, compare, facets, filters, insights, profile, rankings, vehicles};
 
 use dataset::snapshot::Snapshot;
 

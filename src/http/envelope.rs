@@ -32,6 +32,10 @@ pub struct Meta {
     pub filters_applied: Option<Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pagination: Option<Pagination>,
+    /// The effective driving profile (cost configuration) of the costs in the answer: always on
+    /// /vehicles/{vehicle_id}/summary and POST /compare, absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perfil_custo: Option<crate::http::wire::methodology::PerfilCusto>,
 }
 
 /// `data`: the payload and its metadata.
@@ -56,6 +60,14 @@ pub struct Envelope<T> {
 pub struct Reply<T> {
     envelope: Envelope<T>,
     version: String,
+}
+
+impl<T> Reply<T> {
+    /// Adds `meta.perfil_custo`.
+    pub fn with_cost_profile(mut self, profile: crate::http::wire::methodology::PerfilCusto) -> Reply<T> {
+        self.envelope.data.meta.perfil_custo = Some(profile);
+        self
+    }
 }
 
 impl<T: Serialize> IntoResponse for Reply<T> {
@@ -146,6 +158,7 @@ impl Ctx {
             request_id: self.request_id,
             filters_applied: filters,
             pagination,
+            perfil_custo: None,
         }
     }
 

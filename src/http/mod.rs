@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod openapi;
 pub mod panics;
 pub mod params;
+pub mod profile;
 pub mod routes;
 pub mod serve;
 pub mod wire;
@@ -92,6 +93,8 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(routes::insights::router())
         .merge(routes::vehicles::router())
         .merge(routes::compare::router())
+        .merge(routes::facets::router())
+        .merge(routes::methodology::router())
 }
 
 /// The complete application router with the default limits.

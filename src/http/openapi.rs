@@ -34,7 +34,7 @@ pub const API_SECRET_SCHEME: &str = "api_secret";
 /// Nullable fields that are left out of the JSON when null (`data.meta` of the envelope). Every
 /// other nullable field is always present and rendered as `null`, so the document marks it
 /// required.
-pub const ABSENT_WHEN_NULL: &[&str] = &["filters_applied", "pagination"];
+pub const ABSENT_WHEN_NULL: &[&str] = &["filters_applied", "pagination", "perfil_custo"];
 
 /// A vehicle of the bundled sample (`make data`: 12,000 rows, seed 2026; ids are derived from the
 /// vehicle's fields, so they are stable): Fiat Argo Audace 1.0 MT 2024, Compacto, Flex, eco score
@@ -64,6 +64,8 @@ const TAGS: &[(&str, &str)] = &[
     ("aggregations", "Aggregations by brand."),
     ("vehicles", "Per-vehicle views: summary, eco score, ranking positions, similar vehicles, best alternative."),
     ("compare", "Side-by-side comparison of 2 to 4 vehicles."),
+    ("facets", "How many of the filtered vehicles hold each value of the grouping columns."),
+    ("methodology", "How every published number is computed, with the constants and cost configuration in force."),
     ("health", "Liveness and readiness probes and Prometheus metrics (no credentials)."),
     ("docs", "This document and the interactive reference (no credentials)."),
 ];

@@ -14,4 +14,5 @@ mod rankings;
 mod reload;
 mod report;
 mod third_party;
+mod tools;
 mod vehicles;

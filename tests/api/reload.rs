@@ -274,7 +274,10 @@ fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
     // An analyst moves the CO2 bound from 250 to 300 g/km: 100 × (300 − 100) / 300 = 66.666… → 66.7.
     let file = queries.join("02_vw_eco_score.sql");
     let sql = std::fs::read_to_string(&file).unwrap();
-    let edited = sql.replace("100.0 * (250.0 - co2_fossil_g_km) / 250.0", "100.0 * (300.0 - co2_fossil_g_km) / 300.0");
+    let edited = sql.replace(
+        "100.0 * ({{co2_zero_g_km}} - co2_fossil_g_km) / {{co2_zero_g_km}}",
+        "100.0 * (300.0 - co2_fossil_g_km) / 300.0",
+    );
     assert_ne!(edited, sql, "the view has the CO2 formula this test edits");
     std::fs::write(&file, edited).unwrap();
     std::thread::sleep(Duration::from_millis(300));

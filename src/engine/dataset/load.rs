@@ -221,7 +221,13 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     // The check's and the views' transient columns are gone; the table build allocates anew.
     crate::memory::release_free_pages();
     let step = Instant::now();
-    let info = DatasetInfo { version, loaded_at: Utc::now(), source: path.to_path_buf(), rows: view.height() };
+    let info = DatasetInfo {
+        version,
+        loaded_at: Utc::now(),
+        source: path.to_path_buf(),
+        rows: view.height(),
+        views: std::sync::Arc::new(views.clone()),
+    };
     let snapshot = Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))?;
     tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
     Ok(snapshot)

@@ -3,6 +3,8 @@
 //! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
 //! changes (`reload`).
 
+pub mod diff;
+pub mod formula;
 pub mod load;
 pub mod publish;
 pub mod reload;

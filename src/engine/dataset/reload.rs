@@ -66,6 +66,35 @@ pub fn public_reason(data: &std::path::Path, why: &str) -> String {
     }
 }
 
+/// Logs what a swap changed (vehicles added, removed, changed, unchanged), computed after the
+/// swap on a thread of its own, so the new data serves without waiting for the comparison; the
+/// replaced snapshot is freed there once compared.
+fn log_changes(previous: Arc<Snapshot>, current: Arc<Snapshot>) {
+    let work = move || {
+        let started = std::time::Instant::now();
+        match super::diff::compare(&previous, &current) {
+            Ok(delta) => {
+                let c = delta.counts();
+                tracing::info!(
+                    from = %previous.info.version,
+                    to = %current.info.version,
+                    added = c.added,
+                    removed = c.removed,
+                    changed = c.changed,
+                    unchanged = c.unchanged,
+                    ms = started.elapsed().as_millis() as u64,
+                    "dataset swap changed"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot compare the swapped datasets"),
+        }
+        drop(previous);
+    };
+    if let Err(e) = std::thread::Builder::new().name("eco-reload-diff".into()).spawn(work) {
+        tracing::warn!(error = %e, "cannot start the thread comparing the swapped datasets");
+    }
+}
+
 impl Reloader {
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
         Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX }
@@ -169,11 +198,16 @@ impl Reloader {
             Ok(Ok(Some(snapshot))) => {
                 let (version, rows, bytes) =
                     (snapshot.info.version.clone(), snapshot.info.rows, snapshot.estimated_bytes());
-                // The replaced snapshot is freed off the async workers (when no request holds it
-                // any more, the last one to finish frees it).
+                // The replaced snapshot is freed off the async workers, by the thread that
+                // compares it with the new one (when no request holds it any more, the last one
+                // to finish frees it).
                 let previous = self.store.replace(snapshot);
-                tokio::task::spawn_blocking(move || drop(previous));
                 tracing::info!(%version, rows, bytes, file = %self.data.display(), "dataset swapped in");
+                let current = self.store.current();
+                match (previous, current) {
+                    (Some(previous), Some(current)) => log_changes(previous, current),
+                    (previous, _) => drop(tokio::task::spawn_blocking(move || drop(previous))),
+                }
                 self.store.record_reload(ReloadResult::Ok);
                 Outcome::Swapped { version, rows }
             }

@@ -16,6 +16,8 @@ pub struct DatasetInfo {
     pub loaded_at: DateTime<Utc>,
     pub source: PathBuf,
     pub rows: usize,
+    /// The views (and so the cost configuration) this snapshot was computed with.
+    pub views: std::sync::Arc<super::views::Views>,
 }
 
 /// An immutable loaded dataset.

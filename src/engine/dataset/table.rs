@@ -131,6 +131,11 @@ impl Table {
         Some(self.by_id[k])
     }
 
+    /// Every row, ordered by id ascending.
+    pub fn rows_by_id(&self) -> &[u32] {
+        &self.by_id
+    }
+
     /// The id of a row.
     pub fn id_at(&self, row: u32) -> Uuid {
         self.ids[row as usize]

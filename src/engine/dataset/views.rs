@@ -73,6 +73,11 @@ pub struct Views {
     /// SHA-256 of everything the views contribute to an answer: each file's name and text and
     /// the cost configuration. Part of the dataset version (see `load::version_of`).
     pub digest: [u8; 32],
+    /// The cost configuration the statements were written with.
+    pub cost: CostConfig,
+    /// Each file's text without comments, before the cost placeholders are replaced: the same
+    /// views with another cost configuration (see [`Views::with_cost`]).
+    templates: Vec<(PathBuf, String)>,
 }
 
 impl Views {
@@ -87,7 +92,7 @@ impl Views {
         if files.is_empty() {
             bail!("the queries folder {} has no .sql file", dir.display());
         }
-        let mut statements = Vec::new();
+        let mut templates = Vec::new();
         let mut hasher = Sha256::new();
         hasher.update(format!("{cost:?}").as_bytes());
         for file in files {
@@ -96,15 +101,27 @@ impl Views {
             for part in [name.as_bytes(), b"\0", text.as_bytes(), b"\0"] {
                 hasher.update(part);
             }
+            // The formula constants are the code's (formula.rs), the same in every version.
             let mut sql = strip_comments(&text);
-            for (key, value) in cost.placeholders() {
-                sql = sql.replace(key, &format!("{value:?}"));
+            for (key, value) in super::formula::placeholders() {
+                sql = sql.replace(key, &value);
             }
-            for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-                statements.push((file.clone(), stmt.to_string()));
-            }
+            templates.push((file, sql));
         }
-        Ok(Views { statements, digest: hasher.finalize().into() })
+        let statements = compile(&templates, cost);
+        Ok(Views { statements, digest: hasher.finalize().into(), cost: cost.clone(), templates })
+    }
+
+    /// The same views with another cost configuration (a driving profile of one request): only
+    /// the cost placeholders differ, so the cost formula stays the one in the SQL files. The
+    /// digest is the original one; these views never build a snapshot.
+    pub fn with_cost(&self, cost: &CostConfig) -> Views {
+        Views {
+            statements: compile(&self.templates, cost),
+            digest: self.digest,
+            cost: cost.clone(),
+            templates: self.templates.clone(),
+        }
     }
 
     /// Runs the views over `catalog` and returns the collected final view.
@@ -137,6 +154,35 @@ impl Views {
     }
 }
 
+/// The statements of the views: the cost placeholders replaced, split at `;`.
+fn compile(templates: &[(PathBuf, String)], cost: &CostConfig) -> Vec<(PathBuf, String)> {
+    let mut statements = Vec::new();
+    for (file, template) in templates {
+        let mut sql = template.clone();
+        for (key, value) in cost.placeholders() {
+            sql = sql.replace(key, &sql_number(value));
+        }
+        for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            statements.push((file.clone(), stmt.to_string()));
+        }
+    }
+    statements
+}
+
+/// A number as a Polars SQL float literal: Rust's shortest round-trip form, always with a
+/// decimal point (Polars SQL reads a literal without one as an integer, so `5e-324` must be
+/// written `5.0e-324`).
+fn sql_number(value: f64) -> String {
+    let text = format!("{value:?}");
+    if text.contains('.') {
+        return text;
+    }
+    match text.find('e') {
+        Some(i) => format!("{}.0{}", &text[..i], &text[i..]),
+        None => format!("{text}.0"),
+    }
+}
+
 fn strip_comments(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("--") {
@@ -150,6 +196,18 @@ fn strip_comments(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_float_literals() {
+        assert_eq!(sql_number(12_000.0), "12000.0");
+        assert_eq!(sql_number(0.85), "0.85");
+        assert_eq!(sql_number(5e-324), "5.0e-324");
+        assert_eq!(sql_number(1.5e-7), "1.5e-7");
+        assert_eq!(sql_number(1e21), "1.0e21");
+        for v in [5e-324, 1.5e-7, 1e21, 6.2] {
+            assert_eq!(sql_number(v).parse::<f64>().unwrap(), v);
+        }
+    }
 
     #[test]
     fn comments_are_stripped() {
@@ -167,6 +225,9 @@ mod tests {
         assert!(v.statements[0].1.contains("12000.0 AS k"));
         let pricier = CostConfig { preco_gasolina: 6.3, ..CostConfig::default() };
         assert_ne!(Views::read(&dir, &pricier).unwrap().digest, v.digest, "the cost configuration is in the digest");
+        let farther = v.with_cost(&CostConfig { km_ano: 20_000.0, ..CostConfig::default() });
+        assert!(farther.statements[0].1.contains("20000.0 AS k"));
+        assert_eq!(farther.cost.km_ano, 20_000.0);
         assert_eq!(Views::read(&dir, &CostConfig::default()).unwrap().digest, v.digest);
         let err = v.apply(df!("a" => [1]).unwrap().lazy()).unwrap_err();
         assert!(err.to_string().contains("has no column"), "{err}");

@@ -5,7 +5,9 @@
 
 pub mod catalog;
 pub mod compare;
+pub mod facets;
 pub mod filters;
 pub mod insights;
+pub mod profile;
 pub mod rankings;
 pub mod vehicles;

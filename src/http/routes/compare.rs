@@ -15,7 +15,9 @@ use crate::engine::compare;
 use crate::http::envelope::{Ctx, Envelope, Reply};
 use crate::http::error::ApiError;
 use crate::http::params::QueryParams;
+use crate::http::profile::{profile, ProfileQuery, PROFILE};
 use crate::http::wire::compare::ComparisonAnswer;
+use crate::http::wire::methodology::PerfilCusto;
 use crate::http::{AppState, MAX_BODY_BYTES};
 
 /// Fewest vehicles in one comparison.
@@ -120,14 +122,21 @@ pub fn parse_request(body: &[u8]) -> Result<Vec<Uuid>, ApiError> {
 ///
 /// Requires `Content-Type: application/json` (parameters such as `charset=utf-8` allowed). The
 /// body must be exactly `{"vehicle_ids": [...]}` with 2 to 4 distinct UUIDs, at most 16 KiB.
+///
+/// Driving profile (query string; the body stays strict): `km_ano` (1–200,000) and
+/// `preco_gasolina`, `preco_etanol`, `preco_diesel`, `preco_gnv`, `preco_kwh` (> 0 and ≤ 100)
+/// recompute `computed.custo_anual_estimado` with the same formula; a parameter not given keeps
+/// the server's value. `meta.perfil_custo` always holds the effective profile. The cost is not a
+/// criterion, so winners and scores do not depend on the profile.
 #[utoipa::path(
     post,
     path = "/compare",
     tag = "compare",
+    params(ProfileQuery),
     request_body(content = CompareRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The comparison", body = Envelope<ComparisonAnswer>),
-        (status = 400, description = "Malformed JSON, unknown or missing field, wrong type, not 2–4 items, a non-UUID or a repeated id", body = crate::http::error::Failure),
+        (status = 400, description = "Malformed JSON, unknown or missing field, wrong type, not 2–4 items, a non-UUID or a repeated id; an invalid driving-profile value or an unknown query parameter", body = crate::http::error::Failure),
         (status = 413, description = "Body larger than 16 KiB", body = crate::http::error::Failure),
         (status = 415, description = "Content-Type is not application/json", body = crate::http::error::Failure),
     )
@@ -138,7 +147,10 @@ pub async fn compare_vehicles(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Reply<ComparisonAnswer>, ApiError> {
-    QueryParams::parse(query.as_deref(), &[])?;
+    let params = QueryParams::parse(query.as_deref(), &[PROFILE])?;
+    let base = ctx.snapshot.info.views.cost.clone();
+    let requested = profile(&params, &base)?;
+    let effective = PerfilCusto::from(requested.as_ref().unwrap_or(&base));
     if !is_json(&headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
@@ -147,8 +159,16 @@ pub async fn compare_vehicles(
         _ => ApiError::validation("Não foi possível ler o corpo da requisição"),
     })?;
     let ids = parse_request(&body)?;
-    let comparison = ctx.run(move |s| Ok(ComparisonAnswer::from(&compare::compare(s, &ids)))).await?;
-    Ok(ctx.reply(comparison, None, None))
+    let comparison = ctx
+        .run(move |s| {
+            let mut c = compare::compare(s, &ids);
+            if let Some(cost) = requested {
+                crate::engine::profile::apply(s, &mut c.vehicles, &cost)?;
+            }
+            Ok(ComparisonAnswer::from(&c))
+        })
+        .await?;
+    Ok(ctx.reply(comparison, None, None).with_cost_profile(effective))
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 
 pub mod catalog;
 pub mod compare;
+pub mod facets;
 pub mod health;
 pub mod insights;
+pub mod methodology;
 pub mod rankings;
 pub mod vehicles;

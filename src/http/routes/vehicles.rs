@@ -13,6 +13,8 @@ use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
 use crate::http::params::QueryParams;
+use crate::http::profile::{profile, ProfileQuery, PROFILE};
+use crate::http::wire::methodology::PerfilCusto;
 use crate::http::wire::rankings::RankingItem;
 use crate::http::wire::vehicles::{RankingPositions, VehicleEcoScore, VehicleSummary};
 use crate::http::AppState;
@@ -66,16 +68,21 @@ fn applied(id: &Uuid, top: Option<u32>) -> Map<String, Value> {
 ///
 /// `summary.veiculo` holds the catalog fields, `summary.consumo` the efficiency columns,
 /// eficiencia_media_referencia, consumo_energetico_mj_km, autonomia_km and custo_anual_estimado
-/// (R$/year with the server's configured km/year and prices), `summary.emissoes` the pollutants
-/// and the PBE classes. Missing values are null. No query parameter is accepted.
+/// (R$/year), `summary.emissoes` the pollutants and the PBE classes. Missing values are null.
+///
+/// Driving profile: `km_ano` (1–200,000) and `preco_gasolina`, `preco_etanol`, `preco_diesel`,
+/// `preco_gnv`, `preco_kwh` (> 0 and ≤ 100) recompute custo_anual_estimado with the same formula
+/// (the SQL views); a parameter not given keeps the server's value. `meta.perfil_custo` always
+/// holds the effective profile (the server's configuration when no parameter is given). Only the
+/// cost depends on it; the eco score does not. No other query parameter is accepted.
 #[utoipa::path(
     get,
     path = "/vehicles/{vehicle_id}/summary",
     tag = "vehicles",
-    params(("vehicle_id" = Uuid, Path, description = "Id of the vehicle")),
+    params(("vehicle_id" = Uuid, Path, description = "Id of the vehicle"), ProfileQuery),
     responses(
         (status = 200, description = "The vehicle's summary", body = Envelope<VehicleSummary>),
-        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, an invalid driving-profile value, or an unknown query parameter", body = crate::http::error::Failure),
         (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
     )
 )]
@@ -85,9 +92,20 @@ pub async fn vehicle_summary(
     RawQuery(query): RawQuery,
 ) -> Result<Reply<VehicleSummary>, ApiError> {
     let id = vehicle_id(path)?;
-    query_params(query, &[])?;
-    let found = ctx.run(move |s| Ok(s.vehicle(&id).as_ref().map(VehicleSummary::from))).await?;
-    Ok(ctx.reply(found.ok_or_else(|| not_found(&id))?, None, None))
+    let params = query_params(query, PROFILE)?;
+    let base = ctx.snapshot.info.views.cost.clone();
+    let requested = profile(&params, &base)?;
+    let effective = PerfilCusto::from(requested.as_ref().unwrap_or(&base));
+    let found = ctx
+        .run(move |s| {
+            let Some(mut v) = s.vehicle(&id) else { return Ok(None) };
+            if let Some(cost) = requested {
+                crate::engine::profile::apply(s, std::slice::from_mut(&mut v), &cost)?;
+            }
+            Ok(Some(VehicleSummary::from(&v)))
+        })
+        .await?;
+    Ok(ctx.reply(found.ok_or_else(|| not_found(&id))?, None, None).with_cost_profile(effective))
 }
 
 /// The eco score of one vehicle, its band and the view that computes it.

@@ -3,8 +3,10 @@
 
 pub mod catalog;
 pub mod compare;
+pub mod facets;
 pub mod insights;
 pub mod labels;
+pub mod methodology;
 pub mod rankings;
 pub mod vehicles;
 

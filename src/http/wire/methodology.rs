@@ -1,0 +1,293 @@
+//! The wire shapes of `GET /methodology` and of the driving profile (`meta.perfil_custo`). The
+//! texts are written from the constants the views run with (`engine::formula`) and the
+//! snapshot's own cost configuration, never copied.
+
+use serde::Serialize;
+
+use crate::engine::dataset::publish::round_published;
+use crate::engine::formula::{
+    CASAS_ECO_SCORE, CASAS_GUARDA, CASAS_METRICAS, CO2_ZERO_G_KM, ENERGIA_ESCALA_MJ_KM, ENERGIA_ZERO_MJ_KM, FAIXAS,
+    LIMITE_CO_G_KM, LIMITE_NMHC_G_KM, LIMITE_NOX_G_KM, PESO_CO2, PESO_ENERGIA, PESO_POLUENTES,
+};
+use crate::engine::snapshot::Snapshot;
+use crate::engine::views::{CostConfig, FINAL_VIEW};
+
+/// A cost configuration: km per year and prices (R$).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct PerfilCusto {
+    /// Kilometres per year.
+    #[schema(example = 12000.0)]
+    pub km_ano: f64,
+    /// R$/L.
+    #[schema(example = 6.2)]
+    pub preco_gasolina: f64,
+    /// R$/L.
+    #[schema(example = 4.1)]
+    pub preco_etanol: f64,
+    /// R$/L.
+    #[schema(example = 6.0)]
+    pub preco_diesel: f64,
+    /// R$/m³.
+    #[schema(example = 4.8)]
+    pub preco_gnv: f64,
+    /// R$/kWh.
+    #[schema(example = 0.85)]
+    pub preco_kwh: f64,
+}
+
+impl From<&CostConfig> for PerfilCusto {
+    fn from(c: &CostConfig) -> Self {
+        PerfilCusto {
+            km_ano: c.km_ano,
+            preco_gasolina: c.preco_gasolina,
+            preco_etanol: c.preco_etanol,
+            preco_diesel: c.preco_diesel,
+            preco_gnv: c.preco_gnv,
+            preco_kwh: c.preco_kwh,
+        }
+    }
+}
+
+/// The dataset the answer describes.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct DatasetMetodologia {
+    /// The dataset version (as in X-Dataset-Version).
+    pub versao: String,
+    /// Number of vehicles.
+    pub linhas: u64,
+    /// When the snapshot was loaded (ISO 8601 UTC).
+    pub carregado_em: String,
+}
+
+/// How one published metric is computed.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Formula {
+    /// The published field.
+    #[schema(example = "eficiencia_media_referencia")]
+    pub campo: &'static str,
+    #[schema(example = "km/unidade")]
+    pub unidade: &'static str,
+    /// The formula in words (Portuguese).
+    pub descricao: String,
+}
+
+/// The weights of the eco score's indices.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Pesos {
+    pub energia: f64,
+    pub co2: f64,
+    pub poluentes: f64,
+}
+
+/// One index of the eco score, 0–100.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Indice {
+    #[schema(example = "indice_energia")]
+    pub nome: &'static str,
+    /// Input value at (and beyond) which the index is 0; null for the pollutants index.
+    #[schema(required = true)]
+    pub zero_em: Option<f64>,
+    /// Input value at (and below) which the index is 100; null for the pollutants index.
+    #[schema(required = true)]
+    pub cem_em: Option<f64>,
+    #[schema(example = "MJ/km")]
+    pub unidade: &'static str,
+    pub descricao: String,
+}
+
+/// The reference limits (g/km) of the pollutants index.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct LimitesPoluentes {
+    pub nmhc_g_km: f64,
+    pub co_g_km: f64,
+    pub nox_g_km: f64,
+}
+
+/// One band of the eco score: scores above `acima_de` (null: from 0) up to `ate` (inclusive;
+/// null: up to 100).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FaixaMetodologia {
+    #[schema(value_type = super::labels::FaixaEcoScore, example = "Bom")]
+    pub faixa: &'static str,
+    #[schema(required = true)]
+    pub acima_de: Option<f64>,
+    #[schema(required = true)]
+    pub ate: Option<f64>,
+}
+
+/// The eco score.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct EcoScoreMetodologia {
+    pub descricao: String,
+    /// The view that computes it.
+    #[schema(example = "vw_eco_score")]
+    pub fonte: &'static str,
+    pub pesos: Pesos,
+    pub indices: Vec<Indice>,
+    pub limites_poluentes: LimitesPoluentes,
+    pub faixas: Vec<FaixaMetodologia>,
+}
+
+/// The rounding rule of published numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Arredondamento {
+    pub regra: String,
+    /// Decimals of metrics, costs and averages.
+    pub casas_metricas: u32,
+    /// Decimals of eco scores, percentiles and score_geral_final.
+    pub casas_eco_score: u32,
+    /// Decimals kept beyond the published ones before the tie is decided.
+    pub casas_guarda: u32,
+}
+
+/// `data.data` of `GET /methodology`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Methodology {
+    pub dataset: DatasetMetodologia,
+    /// The per-vehicle metrics, in words.
+    pub metricas: Vec<Formula>,
+    pub eco_score: EcoScoreMetodologia,
+    pub arredondamento: Arredondamento,
+    /// The cost configuration in force (server configuration; a request may override it on
+    /// /vehicles/{vehicle_id}/summary and POST /compare).
+    pub custo: PerfilCusto,
+}
+
+/// A number as the texts show it (Portuguese decimal comma).
+fn num(x: f64) -> String {
+    format!("{}", round_published(x, 6)).replace('.', ",")
+}
+
+/// A price as the texts show it: two decimals, decimal comma.
+fn price(x: f64) -> String {
+    format!("{:.2}", round_published(x, 2)).replace('.', ",")
+}
+
+impl Methodology {
+    pub fn of(snapshot: &Snapshot) -> Methodology {
+        let cost = &snapshot.info.views.cost;
+        let energia_cem = round_published(ENERGIA_ZERO_MJ_KM - ENERGIA_ESCALA_MJ_KM, 6);
+        let metricas = vec![
+            Formula {
+                campo: "eficiencia_media_referencia",
+                unidade: "km/unidade",
+                descricao: "Média dos valores não nulos de eficiencia_cidade_km_l e eficiencia_estrada_km_l (km por \
+                    unidade do combustível de referência); nula quando ambos são nulos."
+                    .into(),
+            },
+            Formula {
+                campo: "consumo_referencia",
+                unidade: "MJ/km",
+                descricao: "consumo_energetico_mj_km (menor é melhor).".into(),
+            },
+            Formula { campo: "co2_referencia_g_km", unidade: "g/km", descricao: "co2_fossil_g_km.".into() },
+            Formula {
+                campo: "autonomia_km",
+                unidade: "km",
+                descricao: "Elétrico: autonomia_eletrica_km; demais: tanque_l × eficiência média de referência, mais \
+                    autonomia_eletrica_km quando presente; nula quando falta um dado."
+                    .into(),
+            },
+            Formula {
+                campo: "custo_anual_estimado",
+                unidade: "R$/ano",
+                descricao: format!(
+                    "Elétrico: km_ano × consumo_energetico_mj_km / 3,6 × preço do kWh; Flex: o menor entre gasolina \
+                     (km_ano / eficiência média de referência × preço da gasolina) e etanol (km_ano / média das \
+                     eficiências a etanol × preço do etanol); Gasolina, Etanol, Diesel e GNV: km_ano / eficiência \
+                     média de referência × preço do combustível. Outro combustível ou dado ausente: nulo. Em vigor: \
+                     {} km/ano; gasolina R$ {}/L, etanol R$ {}/L, diesel R$ {}/L, GNV R$ {}/m³, eletricidade R$ {}/kWh.",
+                    num(cost.km_ano),
+                    price(cost.preco_gasolina),
+                    price(cost.preco_etanol),
+                    price(cost.preco_diesel),
+                    price(cost.preco_gnv),
+                    price(cost.preco_kwh),
+                ),
+            },
+        ];
+        let indices = vec![
+            Indice {
+                nome: "indice_energia",
+                zero_em: Some(ENERGIA_ZERO_MJ_KM),
+                cem_em: Some(energia_cem),
+                unidade: "MJ/km",
+                descricao: format!(
+                    "100 × ({} − consumo_energetico_mj_km) / {}, limitado a 0–100; nulo sem consumo.",
+                    num(ENERGIA_ZERO_MJ_KM),
+                    num(ENERGIA_ESCALA_MJ_KM)
+                ),
+            },
+            Indice {
+                nome: "indice_co2",
+                zero_em: Some(CO2_ZERO_G_KM),
+                cem_em: Some(0.0),
+                unidade: "g/km",
+                descricao: format!(
+                    "100 × ({} − co2_fossil_g_km) / {}, limitado a 0–100; nulo sem CO2.",
+                    num(CO2_ZERO_G_KM),
+                    num(CO2_ZERO_G_KM)
+                ),
+            },
+            Indice {
+                nome: "indice_poluentes",
+                zero_em: None,
+                cem_em: None,
+                unidade: "g/km",
+                descricao: format!(
+                    "100 × (1 − média(nmhc_g_km / {}, co_g_km / {}, nox_g_km / {})), limitado a 0–100; nulo se \
+                     algum poluente for nulo.",
+                    num(LIMITE_NMHC_G_KM),
+                    num(LIMITE_CO_G_KM),
+                    num(LIMITE_NOX_G_KM)
+                ),
+            },
+        ];
+        let mut faixas = Vec::new();
+        let mut below = None;
+        for (faixa, ate) in FAIXAS {
+            faixas.push(FaixaMetodologia { faixa, acima_de: below, ate });
+            below = ate;
+        }
+        Methodology {
+            dataset: DatasetMetodologia {
+                versao: snapshot.info.version.clone(),
+                linhas: snapshot.info.rows as u64,
+                carregado_em: snapshot.info.loaded_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            },
+            metricas,
+            eco_score: EcoScoreMetodologia {
+                descricao: format!(
+                    "Média ponderada dos índices não nulos, pesos {} (energia), {} (CO2) e {} (poluentes), \
+                     renormalizados sobre os índices presentes; nulo quando faltam os índices de energia e de CO2. \
+                     Cada índice lê os dados do arquivo sem arredondamento.",
+                    num(PESO_ENERGIA),
+                    num(PESO_CO2),
+                    num(PESO_POLUENTES)
+                ),
+                fonte: FINAL_VIEW,
+                pesos: Pesos { energia: PESO_ENERGIA, co2: PESO_CO2, poluentes: PESO_POLUENTES },
+                indices,
+                limites_poluentes: LimitesPoluentes {
+                    nmhc_g_km: LIMITE_NMHC_G_KM,
+                    co_g_km: LIMITE_CO_G_KM,
+                    nox_g_km: LIMITE_NOX_G_KM,
+                },
+                faixas,
+            },
+            arredondamento: Arredondamento {
+                regra: format!(
+                    "Meia para par (ABNT NBR 5891), decidida no valor decimal: o valor é levado antes a {} casas a \
+                     mais que as publicadas. Métricas, custos e médias com {} casas; eco scores, percentis e \
+                     score_geral_final com {}. Só o valor publicado é arredondado: nenhuma fórmula lê um valor \
+                     arredondado.",
+                    CASAS_GUARDA, CASAS_METRICAS, CASAS_ECO_SCORE
+                ),
+                casas_metricas: CASAS_METRICAS,
+                casas_eco_score: CASAS_ECO_SCORE,
+                casas_guarda: CASAS_GUARDA,
+            },
+            custo: PerfilCusto::from(cost),
+        }
+    }
+}
