@@ -6,9 +6,7 @@
 //! tower-http answers 406 but keeps the original body; [`not_acceptable`] turns that into the
 //! failure envelope.
 
-use axum::extract::Request;
 use axum::http::StatusCode;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate, SizeAbove};
@@ -29,8 +27,7 @@ pub fn layer() -> CompressionLayer<impl Predicate> {
 struct StatusBeforeCompression(StatusCode);
 
 /// Inside the compression layer: records the answer's status.
-pub async fn mark_status(req: Request, next: Next) -> Response {
-    let mut res = next.run(req).await;
+pub fn mark_status(mut res: Response) -> Response {
     let status = res.status();
     res.extensions_mut().insert(StatusBeforeCompression(status));
     res
@@ -38,8 +35,7 @@ pub async fn mark_status(req: Request, next: Next) -> Response {
 
 /// Outside the compression layer: a 406 that compression made of another answer becomes the
 /// failure envelope.
-pub async fn not_acceptable(req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
+pub fn not_acceptable(res: Response) -> Response {
     let changed = res.extensions().get::<StatusBeforeCompression>().is_some_and(|s| s.0 != res.status());
     if res.status() != StatusCode::NOT_ACCEPTABLE || !changed {
         return res;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::Semaphore;
@@ -68,7 +68,7 @@ impl Guard {
 /// Refuses at once (503, `Retry-After: 1`) an API request over `--max-in-flight`, and bounds the
 /// time until the answer starts to `--request-timeout-ms` (503). A refused request waits in no
 /// queue.
-pub async fn guard(State(guard): State<Guard>, req: Request, next: Next) -> Response {
+pub async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
     let _permit = if exempt_from_capacity(req.uri().path()) {
         None
     } else {
@@ -95,17 +95,27 @@ fn header_bytes(req: &Request) -> usize {
 /// 414 for a URL over [`MAX_URI_BYTES`], 431 for headers over [`MAX_HEADER_BYTES`], 400 for a
 /// path segment that is not valid percent-encoded UTF-8 (naming the path parameter).
 pub async fn check_request(req: Request, next: Next) -> Response {
+    super::middleware::record_route(&req);
+    let res = match refusal(&req) {
+        Some(res) => res,
+        None => super::middleware::normalise_errors(next.run(req).await),
+    };
+    super::compression::mark_status(res)
+}
+
+/// The answer to a request over the URL, header or encoding limits.
+fn refusal(req: &Request) -> Option<Response> {
     let uri_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     if uri_len > MAX_URI_BYTES {
-        return ApiError::UriTooLong(MAX_URI_BYTES).into_response();
+        return Some(ApiError::UriTooLong(MAX_URI_BYTES).into_response());
     }
-    if header_bytes(&req) > MAX_HEADER_BYTES {
-        return ApiError::HeadersTooLarge(MAX_HEADER_BYTES).into_response();
+    if header_bytes(req) > MAX_HEADER_BYTES {
+        return Some(ApiError::HeadersTooLarge(MAX_HEADER_BYTES).into_response());
     }
-    if let Some(err) = path_error(&req) {
-        return err.into_response();
+    if let Some(err) = path_error(req) {
+        return Some(err.into_response());
     }
-    next.run(req).await
+    None
 }
 
 /// The first path segment that is not valid percent-encoded UTF-8, as a validation error naming

@@ -54,12 +54,24 @@ pub fn request_id() -> Uuid {
     })
 }
 
+/// The route template a request matched, filled by [`record_route`] once the router has
+/// matched it: the outer layers (request id, log, metrics) run before routing.
+#[derive(Clone, Default)]
+pub struct RouteSlot(std::sync::Arc<std::sync::OnceLock<MatchedPath>>);
+
+/// Records the matched route template in the request's [`RouteSlot`] (a per-route layer).
+pub fn record_route(req: &Request) {
+    if let (Some(slot), Some(path)) = (req.extensions().get::<RouteSlot>(), req.extensions().get::<MatchedPath>()) {
+        let _ = slot.0.set(path.clone());
+    }
+}
+
 /// Gives every request an id (X-Request-Id on the answer: the client's own when it sent a sane
 /// one, else a generated UUID), counts it in the metrics and logs one line per request.
 ///
 /// `meta.request_id` is a UUID: the client's id when it is one, else a generated one (then
 /// also logged, as `uuid`).
-pub async fn request_context(mut req: Request, next: Next) -> Response {
+pub async fn request_context(State(guard): State<super::limits::Guard>, mut req: Request, next: Next) -> Response {
     let incoming = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| sane_request_id(v));
     let parsed = incoming.and_then(|v| Uuid::try_parse(v).ok());
     let uuid = parsed.unwrap_or_else(request_id);
@@ -70,17 +82,21 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
     let own_uuid = incoming.is_some() && parsed.is_none();
     req.extensions_mut().insert(RequestId(uuid));
     let method = req.method().clone();
-    let route = req.extensions().get::<MatchedPath>().map_or(metrics::UNMATCHED, MatchedPath::as_str).to_string();
+    // Filled after routing (see `RouteSlot`); read even when the request panicked.
+    let slot = RouteSlot::default();
+    req.extensions_mut().insert(slot.clone());
     let started = Instant::now();
     let in_flight = metrics::InFlight::enter();
-    let mut res = next.run(req).await;
+    let mut res = super::compression::not_acceptable(super::limits::guarded(&guard, req, next).await);
     drop(in_flight);
     let elapsed = started.elapsed();
     if let Ok(v) = HeaderValue::from_str(&shown) {
         res.headers_mut().insert(REQUEST_ID, v);
     }
     let status = res.status();
-    metrics::observe(&route, &method, status, elapsed);
+    let matched = slot.0.get();
+    let route = matched.map_or(metrics::UNMATCHED, MatchedPath::as_str);
+    metrics::observe(route, &method, status, elapsed);
     let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
     let uuid_field = own_uuid.then(|| uuid.to_string());
     // Microsecond resolution is plenty for a log line.
@@ -88,16 +104,29 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
     if let Some(Panicked(message)) = res.extensions().get::<Panicked>() {
         tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
     }
-    tracing::info!(
-        request_id = %shown,
-        uuid = uuid_field,
-        %method,
-        route,
-        status = status.as_u16(),
-        latency_ms,
-        key,
-        "request"
-    );
+    if tracing::enabled!(tracing::Level::INFO) {
+        let line = crate::logging::RequestLine {
+            request_id: &shown,
+            uuid: uuid_field.as_deref(),
+            method: method.as_str(),
+            route,
+            status: status.as_u16(),
+            latency_ms,
+            key,
+        };
+        if !crate::logging::request(&line) {
+            tracing::info!(
+                request_id = %shown,
+                uuid = uuid_field,
+                %method,
+                route,
+                status = status.as_u16(),
+                latency_ms,
+                key,
+                "request"
+            );
+        }
+    }
     res
 }
 
@@ -106,8 +135,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// Rewrites any error the framework produced as plain text into the failure envelope.
-pub async fn normalise_errors(req: Request, next: Next) -> Response {
-    let res = next.run(req).await;
+pub fn normalise_errors(res: Response) -> Response {
     let status = res.status();
     if !(status.is_client_error() || status.is_server_error()) || is_json(res.headers()) {
         return res;

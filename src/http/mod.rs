@@ -102,15 +102,16 @@ pub fn app(state: AppState) -> Router {
     app_with(state, &limits::Limits::default())
 }
 
-/// The complete application router. Layers, from the outside in: request id, access log and
-/// metrics; compression; panics caught; URL/header/encoding limits; in-flight and time limits;
-/// the failure envelope for framework errors; HTTP caching; body size; then the routes (API
-/// operations behind credentials).
+/// The complete application router. Layers, from the outside in — once per request, before
+/// routing: request id, access log, metrics, in-flight and time limits (`request_context`);
+/// panics caught; compression. Then, per route: the matched route recorded, URL/header/encoding
+/// limits and the failure envelope for framework errors (`check_request`); HTTP caching; body
+/// size; then the routes (API operations behind credentials).
 pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(api_router()).split_for_parts();
     let doc = openapi::finish(doc);
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate));
-    panics::with_test_route(Router::new())
+    let routes = panics::with_test_route(Router::new())
         .merge(api)
         .merge(routes::health::router())
         .merge(metrics::router())
@@ -119,15 +120,15 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(middleware::http_cache))
-        .layer(axum::middleware::from_fn(middleware::normalise_errors))
-        .layer(axum::middleware::from_fn_with_state(limits::Guard::new(limits), limits::guard))
         .layer(axum::middleware::from_fn(limits::check_request))
-        .layer(CatchPanicLayer::custom(panics::answer))
-        .layer(axum::middleware::from_fn(compression::mark_status))
+        .with_state(state);
+    // `Router::layer` wraps every route separately; the layers that do not need the matched
+    // route wrap the whole router once instead (a router whose only endpoint is `routes`).
+    Router::new()
+        .fallback_service(routes)
         .layer(compression::layer())
-        .layer(axum::middleware::from_fn(compression::not_acceptable))
-        .layer(axum::middleware::from_fn(middleware::request_context))
-        .with_state(state)
+        .layer(CatchPanicLayer::custom(panics::answer))
+        .layer(axum::middleware::from_fn_with_state(limits::Guard::new(limits), middleware::request_context))
 }
 
 /// A bound, ready-to-serve application (port 0 allowed).

@@ -5,7 +5,8 @@
 //! hyper answers a head it cannot parse (over its buffer, a URL over 64 KiB, a malformed request
 //! line or header) before any middleware runs, with an empty body. [`EnvelopeIo`] recognises
 //! those automatic answers on the way out and writes the failure envelope instead, so even they
-//! keep the API's error shape.
+//! keep the API's error shape. That includes a head of more than 100 header lines (hyper's
+//! default bound, kept: a larger one makes hyper allocate its header tables on every request).
 
 use std::future::Future;
 use std::io;
@@ -27,8 +28,6 @@ use super::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 /// hyper's read buffer: every head up to this size reaches the middleware, which answers 414
 /// or 431 in the envelope; a bigger one is refused by hyper itself (rewritten by [`EnvelopeIo`]).
 pub const MAX_BUF_BYTES: usize = 256 * 1024;
-/// Most headers in one request (hyper's default is 100); the byte limit is the real bound.
-const MAX_HEADERS: usize = 1024;
 
 /// Serves `router` on `listener` until `shutdown` resolves; then stops accepting (the listener
 /// is closed at once) and waits for the connections to finish their requests in flight.
@@ -39,12 +38,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
-        .max_buf_size(MAX_BUF_BYTES)
-        .max_headers(MAX_HEADERS)
-        .keep_alive(true);
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout).max_buf_size(MAX_BUF_BYTES).keep_alive(true);
     let graceful = GracefulShutdown::new();
     let service = TowerToHyperService::new(router);
     tokio::pin!(shutdown);

@@ -451,7 +451,7 @@ fn exports_over_max_data_bytes_are_refused() {
     assert_eq!(status, 200);
     assert_eq!(body["dataset"]["version"], version);
     assert_eq!(body["dataset"]["rows"], 3);
-    assert!(server.logs().contains("over the limit"), "{}", server.logs());
+    eventually(&server, "the refusal logged", || server.logs().contains("over the limit"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
