@@ -7,7 +7,7 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test help
+.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -18,6 +18,7 @@ help:
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
+	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -30,6 +31,7 @@ test:
 	$(CARGO) test --release --locked
 	$(MAKE) contract
 	$(MAKE) cluster-test
+	$(MAKE) formats-test
 
 data: build
 	$(BIN) generate --rows $(SAMPLE_ROWS) --seed $(SAMPLE_SEED) --out data/catalog.parquet
@@ -87,4 +89,18 @@ contract: build $(VENV)/.contract-installed
 $(VENV)/.contract-installed: tests/contract/requirements.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/contract/requirements.txt
+	touch $@
+
+# Read-back of the answer formats (tests/formats/readback.py): the release binary on a generated
+# catalog; each list operation and the export fetched in CSV, Parquet, Arrow and NDJSON, read with
+# pandas, Polars and DuckDB (pinned in tests/formats/requirements.txt, installed into
+# $(FORMATS_VENV)/) and compared with the JSON answer. Exits non-zero on any mismatch.
+FORMATS_VENV := .venv-formats
+
+formats-test: build $(FORMATS_VENV)/.installed
+	$(FORMATS_VENV)/bin/python tests/formats/readback.py --binary $(BIN)
+
+$(FORMATS_VENV)/.installed: tests/formats/requirements.txt
+	test -x $(FORMATS_VENV)/bin/python || $(PYTHON) -m venv $(FORMATS_VENV)
+	$(FORMATS_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/formats/requirements.txt
 	touch $@

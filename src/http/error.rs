@@ -15,6 +15,8 @@ pub enum ApiError {
     NotFound(String),
     /// 405: wrong method on a known path.
     MethodNotAllowed,
+    /// 406: the `Accept` header lists no format the operation can produce.
+    NotAcceptable(String),
     /// 413: request body over the limit.
     PayloadTooLarge(usize),
     /// 415: POST without `Content-Type: application/json`.
@@ -31,7 +33,8 @@ pub enum ApiError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, METHOD_NOT_ALLOWED,
-    /// PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL_ERROR, SERVICE_UNAVAILABLE.
+    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, INTERNAL_ERROR,
+    /// SERVICE_UNAVAILABLE.
     pub code: &'static str,
     /// Human-readable message in Portuguese.
     pub message: String,
@@ -62,6 +65,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -76,6 +80,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ApiError::NotAcceptable(_) => "NOT_ACCEPTABLE",
             ApiError::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::RateLimited(_) => "RATE_LIMITED",
@@ -86,7 +91,7 @@ impl ApiError {
 
     pub fn message(&self) -> String {
         match self {
-            ApiError::Validation(m) | ApiError::NotFound(m) => m.clone(),
+            ApiError::Validation(m) | ApiError::NotFound(m) | ApiError::NotAcceptable(m) => m.clone(),
             ApiError::Unauthorized => {
                 "Credenciais ausentes ou inválidas: envie X-API-Key e X-API-Secret válidos".into()
             }
@@ -107,6 +112,7 @@ impl ApiError {
             401 => ApiError::Unauthorized,
             404 => ApiError::NotFound("Recurso não encontrado".into()),
             405 => ApiError::MethodNotAllowed,
+            406 => ApiError::NotAcceptable("Nenhum formato aceito pelo cabeçalho Accept pode ser produzido".into()),
             413 => ApiError::PayloadTooLarge(crate::http::MAX_BODY_BYTES),
             415 => ApiError::UnsupportedMediaType,
             429 => ApiError::RateLimited(60),
@@ -148,6 +154,7 @@ mod tests {
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::NotFound("x".into()), 404, "NOT_FOUND"),
             (ApiError::MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
+            (ApiError::NotAcceptable("x".into()), 406, "NOT_ACCEPTABLE"),
             (ApiError::PayloadTooLarge(1), 413, "PAYLOAD_TOO_LARGE"),
             (ApiError::UnsupportedMediaType, 415, "UNSUPPORTED_MEDIA_TYPE"),
             (ApiError::RateLimited(3), 429, "RATE_LIMITED"),

@@ -6,6 +6,7 @@ pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
 pub mod error;
+pub mod formats;
 pub mod middleware;
 pub mod openapi;
 pub mod params;
@@ -82,6 +83,7 @@ pub fn warm(snapshot: &crate::engine::snapshot::Snapshot) {
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::catalog::router())
+        .merge(routes::export::router())
         .merge(routes::rankings::router())
         .merge(routes::insights::router())
         .merge(routes::vehicles::router())

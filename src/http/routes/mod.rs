@@ -2,6 +2,7 @@
 
 pub mod catalog;
 pub mod compare;
+pub mod export;
 pub mod health;
 pub mod insights;
 pub mod rankings;
