@@ -86,7 +86,7 @@ fn assert_frame_is(label: &str, df: &DataFrame, items: &[Value]) {
     let names: Vec<&str> = df.get_column_names().iter().map(|n| n.as_str()).collect();
     assert_eq!(names, keys, "{label}: columns");
     for (i, item) in items.iter().enumerate() {
-        for c in df.get_columns() {
+        for c in df.columns() {
             let cell = c.get(i).unwrap();
             assert!(
                 cell_is(&cell, &item[c.name().as_str()]),
@@ -144,7 +144,7 @@ fn every_list_operation_answers_every_format_with_the_json_rows() {
 
         let csv = app.get_req(&with(&path, "format=csv")).send();
         assert_eq!(csv.status, 200, "{path}: {}", csv.text());
-        assert!(csv.header("content-type").unwrap().starts_with("text/csv"), "{path}");
+        assert!(csv.header("content-type").unwrap().starts_with(CSV), "{path}");
         assert_eq!(csv.header("x-total-count"), Some(total.as_str()), "{path}");
         assert_eq!(csv.header("x-dataset-version"), json.header("x-dataset-version"));
         assert_csv_is(&path, &csv.text(), &items);
@@ -177,13 +177,13 @@ fn every_list_operation_answers_every_format_with_the_json_rows() {
 fn accept_negotiates_and_the_parameter_wins() {
     let app = app();
     for path in operations(&app) {
-        let res = app.get_req(&path).header("Accept", "text/csv").send();
-        assert!(res.header("content-type").unwrap().starts_with("text/csv"), "{path}");
+        let res = app.get_req(&path).header("Accept", CSV).send();
+        assert!(res.header("content-type").unwrap().starts_with(CSV), "{path}");
         let res = app.get_req(&path).header("Accept", "application/json;q=0.5, application/x-ndjson").send();
         assert_eq!(res.header("content-type"), Some(NDJSON), "{path}: the higher quality wins");
         let res = app.get_req(&path).header("Accept", "*/*").send();
         assert_eq!(res.header("content-type"), Some("application/json"), "{path}: JSON by default");
-        let res = app.get_req(&with(&path, "format=parquet")).header("Accept", "text/csv").send();
+        let res = app.get_req(&with(&path, "format=parquet")).header("Accept", CSV).send();
         assert_eq!(res.header("content-type"), Some(PARQUET), "{path}: format beats Accept");
         let res = app.get_req(&with(&path, "format=json")).header("Accept", "image/png").send();
         assert_eq!(res.header("content-type"), Some("application/json"), "{path}: even an impossible Accept");
@@ -237,17 +237,17 @@ fn tags_differ_per_representation_and_revalidate() {
     let app = app();
     let path = "/insights/eco-scores?page_size=3";
     let json = app.get_req(path).send();
-    let csv = app.get_req(path).header("Accept", "text/csv").send();
+    let csv = app.get_req(path).header("Accept", CSV).send();
     let (json_tag, csv_tag) = (json.header("etag").unwrap(), csv.header("etag").unwrap());
     assert_ne!(json_tag, csv_tag);
     // The JSON tag never validates the CSV answer, and the other way round.
-    let res = app.get_req(path).header("Accept", "text/csv").header("If-None-Match", json_tag).send();
+    let res = app.get_req(path).header("Accept", CSV).header("If-None-Match", json_tag).send();
     assert_eq!(res.status, 200);
-    assert!(res.header("content-type").unwrap().starts_with("text/csv"));
+    assert!(res.header("content-type").unwrap().starts_with(CSV));
     let res = app.get_req(path).header("If-None-Match", csv_tag).send();
     assert_eq!(res.status, 200);
     // Each validates itself.
-    let res = app.get_req(path).header("Accept", "text/csv").header("If-None-Match", csv_tag).send();
+    let res = app.get_req(path).header("Accept", CSV).header("If-None-Match", csv_tag).send();
     assert_eq!(res.status, 304);
     assert!(res.body.is_empty());
     assert_eq!(app.get_req(path).header("If-None-Match", json_tag).send().status, 304);
@@ -267,7 +267,7 @@ fn the_export_streams_every_matching_vehicle_with_every_column() {
 
     let csv = app.get_req("/catalog/export?combustivel=flex").send();
     assert_eq!(csv.status, 200, "{}", csv.text());
-    assert!(csv.header("content-type").unwrap().starts_with("text/csv"), "CSV by default");
+    assert!(csv.header("content-type").unwrap().starts_with(CSV), "CSV by default");
     assert_eq!(
         csv.header("content-disposition"),
         Some(format!("attachment; filename=\"eco-insights-{version}.csv\"").as_str())

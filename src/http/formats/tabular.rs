@@ -194,7 +194,7 @@ mod tests {
                 .collect();
             assert_eq!(lines.len(), rows.len());
             for (i, item) in lines.iter().enumerate() {
-                for (c, (wire, _)) in df.get_columns().iter().zip(fields.iter()) {
+                for (c, (wire, _)) in df.columns().iter().zip(fields.iter()) {
                     let cell = c.get(i).unwrap();
                     let expected = &item[*wire];
                     let same = match cell {
