@@ -10,9 +10,9 @@ use tracing_subscriber::EnvFilter;
 
 use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load;
+use eco_insights::engine::reload;
 use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
-use eco_insights::engine::reload;
 use eco_insights::{credentials, sample};
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
@@ -183,8 +183,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
         let interval = Duration::from_millis(args.reload_interval_ms);
-        let reloader = reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, eco_insights::http::warm)
-            .with_max_bytes(args.max_data_bytes);
+        let reloader =
+            reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, eco_insights::http::warm)
+                .with_max_bytes(args.max_data_bytes);
         tokio::spawn(reloader.run(interval));
         tokio::spawn(CredentialsReloader::new(args.credentials.clone(), state, demo_allowed).run(interval));
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
