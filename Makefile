@@ -7,7 +7,7 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test report report-test help
+.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test report report-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -20,6 +20,7 @@ help:
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
+	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -32,6 +33,7 @@ test:
 	$(CARGO) test --release --locked
 	$(MAKE) contract
 	$(MAKE) cluster-test
+	$(MAKE) formats-test
 	$(MAKE) report-test
 
 data: build
@@ -109,3 +111,16 @@ report-test: build
 	$(CHROMIUM_INSTALL)
 	$(BIN) report --data data/catalog.parquet --out target/report/report.html
 	tests/report/render.sh target/report/report.html target/report/report.png
+# Read-back of the answer formats (tests/formats/readback.py): the release binary on a generated
+# catalog; each list operation and the export fetched in CSV, Parquet, Arrow and NDJSON, read with
+# pandas, Polars and DuckDB (pinned in tests/formats/requirements.txt, installed into
+# $(FORMATS_VENV)/) and compared with the JSON answer. Exits non-zero on any mismatch.
+FORMATS_VENV := .venv-formats
+
+formats-test: build $(FORMATS_VENV)/.installed
+	$(FORMATS_VENV)/bin/python tests/formats/readback.py --binary $(BIN)
+
+$(FORMATS_VENV)/.installed: tests/formats/requirements.txt
+	test -x $(FORMATS_VENV)/bin/python || $(PYTHON) -m venv $(FORMATS_VENV)
+	$(FORMATS_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/formats/requirements.txt
+	touch $@

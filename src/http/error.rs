@@ -15,6 +15,8 @@ pub enum ApiError {
     NotFound(String),
     /// 405: wrong method on a known path.
     MethodNotAllowed,
+    /// 406: the `Accept` header lists no format the operation can produce.
+    NotAcceptable(String),
     /// 413: request body over the limit.
     PayloadTooLarge(usize),
     /// 414: request target (path and query) over the limit, in bytes.
@@ -39,8 +41,8 @@ pub enum ApiError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, METHOD_NOT_ALLOWED,
-    /// PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED, HEADERS_TOO_LARGE,
-    /// INTERNAL_ERROR, SERVICE_UNAVAILABLE.
+    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED,
+    /// HEADERS_TOO_LARGE, INTERNAL_ERROR, SERVICE_UNAVAILABLE.
     pub code: &'static str,
     /// Human-readable message in Portuguese.
     pub message: String,
@@ -71,6 +73,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -87,6 +90,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ApiError::NotAcceptable(_) => "NOT_ACCEPTABLE",
             ApiError::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::UriTooLong(_) => "URI_TOO_LONG",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
@@ -99,7 +103,7 @@ impl ApiError {
 
     pub fn message(&self) -> String {
         match self {
-            ApiError::Validation(m) | ApiError::NotFound(m) => m.clone(),
+            ApiError::Validation(m) | ApiError::NotFound(m) | ApiError::NotAcceptable(m) => m.clone(),
             ApiError::Unauthorized => {
                 "Credenciais ausentes ou inválidas: envie X-API-Key e X-API-Secret válidos".into()
             }
@@ -128,6 +132,7 @@ impl ApiError {
             401 => ApiError::Unauthorized,
             404 => ApiError::NotFound("Recurso não encontrado".into()),
             405 => ApiError::MethodNotAllowed,
+            406 => ApiError::NotAcceptable("Nenhum formato aceito pelo cabeçalho Accept pode ser produzido".into()),
             413 => ApiError::PayloadTooLarge(crate::http::MAX_BODY_BYTES),
             414 => ApiError::UriTooLong(crate::http::limits::MAX_URI_BYTES),
             415 => ApiError::UnsupportedMediaType,
@@ -177,6 +182,7 @@ mod tests {
             (ApiError::Unauthorized, 401, "UNAUTHORIZED"),
             (ApiError::NotFound("x".into()), 404, "NOT_FOUND"),
             (ApiError::MethodNotAllowed, 405, "METHOD_NOT_ALLOWED"),
+            (ApiError::NotAcceptable("x".into()), 406, "NOT_ACCEPTABLE"),
             (ApiError::PayloadTooLarge(1), 413, "PAYLOAD_TOO_LARGE"),
             (ApiError::UriTooLong(8), 414, "URI_TOO_LONG"),
             (ApiError::UnsupportedMediaType, 415, "UNSUPPORTED_MEDIA_TYPE"),

@@ -156,6 +156,12 @@ pub fn normalise_errors(res: Response) -> Response {
 /// Weak ETag from the dataset version and the normalised request (path + sorted parameters).
 /// Weak: the body carries a per-request id and time, and it may be sent compressed.
 pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
+    etag_for(version, path, query, None)
+}
+
+/// The ETag of one representation: a JSON answer's tag is [`etag`]; any other media type (e.g.
+/// `text/csv`, negotiated through `Accept`) is part of the tag, so each format has its own.
+pub fn etag_for(version: &str, path: &str, query: Option<&str>, media_type: Option<&str>) -> String {
     let mut pairs: Vec<(String, String)> =
         form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     pairs.sort();
@@ -169,11 +175,15 @@ pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
         h.update(b"=");
         h.update(v.as_bytes());
     }
+    if let Some(media_type) = media_type {
+        h.update(b"\n\0representation=");
+        h.update(media_type.as_bytes());
+    }
     format!("W/\"{}\"", hex::encode(&h.finalize()[..16]))
 }
 
 /// The entity tags listed in If-None-Match headers.
-fn if_none_match(headers: &HeaderMap) -> Vec<String> {
+pub fn if_none_match(headers: &HeaderMap) -> Vec<String> {
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
@@ -189,7 +199,7 @@ fn opaque(tag: &str) -> &str {
 }
 
 /// Weak comparison (RFC 9110 §8.8.3.2), as If-None-Match requires: weak and strong forms match.
-fn matches_tag(listed: &[String], tag: &str) -> bool {
+pub fn matches_tag(listed: &[String], tag: &str) -> bool {
     listed.iter().any(|t| t == "*" || opaque(t) == opaque(tag))
 }
 
@@ -210,7 +220,7 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     }
     let version = res.headers().get(DATASET_VERSION).and_then(|v| v.to_str().ok()).map(str::to_string);
     let (true, Some(version)) = (is_get, version) else { return res };
-    let tag = etag(&version, &path, query.as_deref());
+    let tag = etag_for(&version, &path, query.as_deref(), representation(res.headers()));
     if matches_tag(&conditional, &tag) {
         let mut short = not_modified(&tag, &version);
         for name in ["ratelimit-limit", "ratelimit-remaining", "ratelimit-reset"] {
@@ -224,8 +234,16 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     res
 }
 
-/// `Vary` of a cacheable answer: per client, and per encoding (compressed or not).
-pub const VARY: &str = "X-API-Key, X-API-Secret, Accept-Encoding";
+/// `Vary` of a cacheable answer: per client, per format (`Accept`: the list operations answer
+/// in the format it negotiates) and per encoding (compressed or not).
+pub const VARY: &str = "X-API-Key, X-API-Secret, Accept, Accept-Encoding";
+
+/// The media type of a non-JSON answer (`None` for JSON), as it enters the answer's tag.
+fn representation(headers: &HeaderMap) -> Option<&str> {
+    let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    (essence != "application/json").then_some(essence)
+}
 
 /// ETag, Cache-Control and Vary of a cacheable answer.
 fn cache_headers(res: &mut Response, tag: &str) {
@@ -242,7 +260,7 @@ fn cache_headers(res: &mut Response, tag: &str) {
 }
 
 /// `304 Not Modified` for `tag` of dataset `version`, with an empty body.
-fn not_modified(tag: &str, version: &str) -> Response {
+pub fn not_modified(tag: &str, version: &str) -> Response {
     let mut res = Response::new(Body::empty());
     *res.status_mut() = StatusCode::NOT_MODIFIED;
     if let Ok(v) = HeaderValue::from_str(version) {
@@ -255,8 +273,10 @@ fn not_modified(tag: &str, version: &str) -> Response {
 /// A conditional GET whose tag matches the current dataset: answered 304 before any work (the
 /// tag only ever names a successful answer of this path, parameters and dataset version).
 fn early_not_modified(state: &AppState, req: &Request) -> Option<Response> {
+    // A request whose `Accept` may pick another format than JSON is tagged by its answer.
     if !(req.method() == Method::GET || req.method() == Method::HEAD)
         || !req.headers().contains_key(header::IF_NONE_MATCH)
+        || !super::formats::negotiate::accepts_json_first(req.headers())
     {
         return None;
     }
@@ -337,6 +357,10 @@ mod tests {
         assert_ne!(a, etag("v2", "/x", Some("a=1&b=2")));
         assert_ne!(a, etag("v1", "/y", Some("a=1&b=2")));
         assert!(a.starts_with("W/\"") && a.ends_with('"'));
+        assert_eq!(a, etag_for("v1", "/x", Some("a=1&b=2"), None), "JSON keeps its tag");
+        let csv = etag_for("v1", "/x", Some("a=1&b=2"), Some("text/csv"));
+        assert_ne!(a, csv);
+        assert_ne!(csv, etag_for("v1", "/x", Some("a=1&b=2"), Some("application/vnd.apache.parquet")));
     }
 
     #[test]

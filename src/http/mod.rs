@@ -9,6 +9,7 @@ pub mod envelope;
 pub mod error;
 pub mod limits;
 pub mod metrics;
+pub mod formats;
 pub mod middleware;
 pub mod openapi;
 pub mod panics;
@@ -89,6 +90,7 @@ pub fn warm(snapshot: &crate::engine::snapshot::Snapshot) {
 pub fn api_router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(routes::catalog::router())
+        .merge(routes::export::router())
         .merge(routes::rankings::router())
         .merge(routes::insights::router())
         .merge(routes::vehicles::router())

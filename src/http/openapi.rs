@@ -137,6 +137,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
 pub fn to_json(doc: &OpenApi) -> Value {
     let mut v = serde_json::to_value(doc).unwrap_or_else(|_| json!({}));
     mark_headers_required(&mut v);
+    super::formats::document::annotate(&mut v);
     flatten_single_one_of(&mut v);
     require_nullable_fields(&mut v);
     add_sample_examples(&mut v);
@@ -538,7 +539,9 @@ fn finish_api(method: Method, op: &mut Operation) {
             "Vary",
             HeaderBuilder::new()
                 .schema(ObjectBuilder::new().schema_type(Type::String).enum_values(Some([super::middleware::VARY])))
-                .description(Some("Answers differ per client credentials and per content encoding."))
+                .description(Some(
+                    "Answers differ per client credentials, per content encoding and, on the list operations, per negotiated format (`Accept`).",
+                ))
                 .build(),
         ));
     }

@@ -6,6 +6,7 @@ mod http;
 
 mod catalog;
 mod compare;
+mod formats;
 mod insights;
 mod keys;
 mod operations;

@@ -1,13 +1,16 @@
 //! `GET /catalog/vehicles`.
 
 use axum::extract::RawQuery;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::catalog;
 use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, RawReply};
+use crate::http::envelope::{Ctx, Envelope, Items};
 use crate::http::error::ApiError;
+use crate::http::formats::{self, tabular};
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
 use crate::http::wire::catalog::CatalogVehicle;
@@ -33,15 +36,23 @@ pub fn router() -> OpenApiRouter<AppState> {
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn list_vehicles(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+pub async fn list_vehicles(
+    ctx: Ctx,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = (!filters.is_empty()).then(|| filters_applied(&filters));
-    let (json, pagination) = ctx
+    let (data, pagination) = ctx
         .run(move |s| {
             let rows = catalog::list(s, &filters, page);
-            Ok((encode::items(s, &rows.items, encode::CATALOG_VEHICLE)?, Pagination::of(page, rows.total)))
+            let data = tabular::table_rows(s, &rows.items, encode::CATALOG_VEHICLE, format)?;
+            Ok((data, Pagination::of(page, rows.total)))
         })
         .await?;
-    Ok(ctx.reply_json(json, applied, Some(pagination)))
+    let total = pagination.total as usize;
+    Ok(formats::list_reply(&ctx, &uri, format, data, applied, Some(pagination), total))
 }

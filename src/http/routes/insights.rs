@@ -3,13 +3,16 @@
 //! `engine::insights`, encode. `meta.filters_applied` is always present (`{}` without filters).
 
 use axum::extract::RawQuery;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::insights;
 use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
+use crate::http::envelope::{Ctx, Envelope, Items, Reply};
 use crate::http::error::ApiError;
+use crate::http::formats::{self, tabular};
 use crate::http::openapi::{FilterQuery, PageQuery};
 use crate::http::params::{QueryParams, FILTERS, PAGING};
 use crate::http::wire::insights::{BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
@@ -66,17 +69,25 @@ pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Insigh
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+pub async fn efficiency(
+    ctx: Ctx,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = filters_applied(&filters);
-    let (json, pagination) = ctx
+    let (data, pagination) = ctx
         .run(move |s| {
             let rows = insights::efficiency(s, &filters, page)?;
-            Ok((encode::items(s, &rows.items, encode::EFFICIENCY_ITEM)?, Pagination::of(page, rows.total)))
+            let data = tabular::table_rows(s, &rows.items, encode::EFFICIENCY_ITEM, format)?;
+            Ok((data, Pagination::of(page, rows.total)))
         })
         .await?;
-    Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
+    let total = pagination.total as usize;
+    Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), Some(pagination), total))
 }
 
 /// Paginated eco score list of the filtered vehicles.
@@ -94,17 +105,25 @@ pub async fn efficiency(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn eco_scores(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING])?;
+pub async fn eco_scores(
+    ctx: Ctx,
+    uri: Uri,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let (filters, page) = (params.filters()?, params.page()?);
     let applied = filters_applied(&filters);
-    let (json, pagination) = ctx
+    let (data, pagination) = ctx
         .run(move |s| {
             let rows = insights::eco_scores(s, &filters, page)?;
-            Ok((encode::items(s, &rows.items, encode::ECO_SCORE_ITEM)?, Pagination::of(page, rows.total)))
+            let data = tabular::table_rows(s, &rows.items, encode::ECO_SCORE_ITEM, format)?;
+            Ok((data, Pagination::of(page, rows.total)))
         })
         .await?;
-    Ok(ctx.reply_json(json, Some(applied), Some(pagination)))
+    let total = pagination.total as usize;
+    Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), Some(pagination), total))
 }
 
 /// Emissions summary of the filtered vehicles.
@@ -145,10 +164,18 @@ pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Emis
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Items<BrandAggregate>>, ApiError> {
-    let filters = QueryParams::parse(query.as_deref(), &[FILTERS])?.filters()?;
+pub async fn by_brand(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, formats::PARAM])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
+    let filters = params.filters()?;
     let applied = filters_applied(&filters);
-    let items =
-        ctx.run(move |s| Ok(insights::by_brand(s, &filters)?.iter().map(BrandAggregate::from).collect())).await?;
-    Ok(ctx.reply(Items { items }, Some(applied), None))
+    let (data, total) = ctx
+        .run(move |s| {
+            let items: Vec<BrandAggregate> =
+                insights::by_brand(s, &filters)?.iter().map(BrandAggregate::from).collect();
+            let total = items.len();
+            Ok((tabular::serialized_rows(items, tabular::brand_frame, format)?, total))
+        })
+        .await?;
+    Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), None, total))
 }

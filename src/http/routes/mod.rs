@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod compare;
 pub mod facets;
+pub mod export;
 pub mod health;
 pub mod insights;
 pub mod methodology;

@@ -2,6 +2,8 @@
 //! and the fixed rankings (computed once per dataset, so those handlers are lookups).
 
 use axum::extract::RawQuery;
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -9,6 +11,7 @@ use crate::engine::rankings::{self, GroupBy, RankingQuery, DEFAULT_GROUP_TOP, DE
 use crate::http::encode;
 use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::error::ApiError;
+use crate::http::formats::{self, tabular};
 use crate::http::openapi::FilterQuery;
 use crate::http::params::{QueryParams, FILTERS};
 use crate::http::wire::rankings::{
@@ -71,7 +74,11 @@ pub struct GroupRankingQuery {
 
 /// The common filters plus metric, order and top (`default_top` when absent).
 fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, ApiError> {
-    let params = QueryParams::parse(raw, &[FILTERS, RANKING])?;
+    ranking_query_of(&QueryParams::parse(raw, &[FILTERS, RANKING])?, default_top)
+}
+
+/// [`ranking_query`] of parameters already decoded.
+fn ranking_query_of(params: &QueryParams, default_top: u32) -> Result<RankingQuery, ApiError> {
     let filters = params.filters()?;
     let metric = params.choice("metric", &METRICS)?;
     let order = params.choice("order", &ORDERS)?;
@@ -94,11 +101,18 @@ fn ranking_query(raw: Option<&str>, default_top: u32) -> Result<RankingQuery, Ap
         (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
     )
 )]
-pub async fn custom(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
-    let q = ranking_query(query.as_deref(), DEFAULT_TOP)?;
+pub async fn custom(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, RANKING, formats::PARAM])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
+    let q = ranking_query_of(&params, DEFAULT_TOP)?;
     let applied = ranking_applied(&q, None);
-    let json = ctx.run(move |s| encode::items(s, &rankings::custom(s, &q)?, encode::RANKING_ITEM)).await?;
-    Ok(ctx.reply_json(json, Some(applied), None))
+    let (data, total) = ctx
+        .run(move |s| {
+            let rows = rankings::custom(s, &q)?;
+            Ok((tabular::table_rows(s, &rows, encode::RANKING_ITEM, format)?, rows.len()))
+        })
+        .await?;
+    Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), None, total))
 }
 
 /// Shared body of the four grouped rankings.

@@ -3,6 +3,8 @@
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, RawQuery};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
 use serde_json::{Map, Value};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -10,8 +12,9 @@ use uuid::Uuid;
 
 use crate::engine::vehicles::{self, SIMILAR_DEFAULT, SIMILAR_MAX};
 use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
+use crate::http::envelope::{Ctx, Envelope, Items, Reply};
 use crate::http::error::ApiError;
+use crate::http::formats::{self, tabular};
 use crate::http::params::QueryParams;
 use crate::http::profile::{profile, ProfileQuery, PROFILE};
 use crate::http::wire::methodology::PerfilCusto;
@@ -180,20 +183,23 @@ pub async fn vehicle_ranking_positions(
 )]
 pub async fn compare_similar(
     ctx: Ctx,
+    uri: Uri,
+    headers: HeaderMap,
     path: Result<Path<String>, PathRejection>,
     RawQuery(query): RawQuery,
-) -> Result<RawReply, ApiError> {
+) -> Result<Response, ApiError> {
     let id = vehicle_id(path)?;
-    let params = query_params(query, &["top"])?;
+    let params = query_params(query, &["top", formats::PARAM[0]])?;
+    let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let top = params.int("top", 1, SIMILAR_MAX as i64)?.map_or(SIMILAR_DEFAULT, |t| t as u32);
     let found = ctx
         .run(move |s| match vehicles::similar(s, &id, top)? {
-            Some(rows) => encode::items(s, &rows, encode::RANKING_ITEM).map(Some),
+            Some(rows) => Ok(Some((tabular::table_rows(s, &rows, encode::RANKING_ITEM, format)?, rows.len()))),
             None => Ok(None),
         })
         .await?;
-    let json = found.ok_or_else(|| not_found(&id))?;
-    Ok(ctx.reply_json(json, Some(applied(&id, Some(top))), None))
+    let (data, total) = found.ok_or_else(|| not_found(&id))?;
+    Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied(&id, Some(top))), None, total))
 }
 
 /// The best alternative to a base vehicle, or null when none is better.
