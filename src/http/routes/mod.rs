@@ -2,8 +2,8 @@
 
 pub mod catalog;
 pub mod compare;
-pub mod facets;
 pub mod export;
+pub mod facets;
 pub mod health;
 pub mod insights;
 pub mod methodology;
