@@ -6,6 +6,7 @@
 //! freed pages are only *scheduled* for return, reused by the next buffers of the load, and all
 //! returned at once when it ends.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use libmimalloc_sys::mi_option_t;
@@ -20,9 +21,25 @@ const DEFERRED: libc::c_long = 3_600_000;
 /// Loads never overlap their deferral windows (the first restores what the last expects).
 static LOADS: Mutex<()> = Mutex::new(());
 
-/// Runs `load` with freed memory kept for reuse, then returns every free page to the OS.
+/// Whether the load running now returns its free pages between phases (see [`between_phases`]).
+static RELEASE_BETWEEN_PHASES: AtomicBool = AtomicBool::new(false);
+
+/// Runs `load` with freed memory kept for reuse, then returns every free page to the OS. For a
+/// first load: nothing else is in memory, so the peak is the load's own.
 pub fn during_load<T>(load: impl FnOnce() -> T) -> T {
+    deferring(false, load)
+}
+
+/// [`during_load`] for a reload: the served snapshot stays in memory meanwhile, so the pages
+/// kept are also returned between the load's phases (see [`between_phases`]), which keeps the
+/// peak of a swap down at the cost of some page zeroing.
+pub fn during_reload<T>(load: impl FnOnce() -> T) -> T {
+    deferring(true, load)
+}
+
+fn deferring<T>(release_between_phases: bool, load: impl FnOnce() -> T) -> T {
     let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
+    RELEASE_BETWEEN_PHASES.store(release_between_phases, Ordering::Relaxed);
     // SAFETY: mimalloc options are process-wide integers; reading and setting them is
     // thread-safe, and `mi_collect` only frees memory no allocation refers to.
     let previous = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
@@ -32,12 +49,15 @@ pub fn during_load<T>(load: impl FnOnce() -> T) -> T {
         libmimalloc_sys::mi_collect(true);
         libmimalloc_sys::mi_option_set(PURGE_DELAY, previous);
     }
+    RELEASE_BETWEEN_PHASES.store(false, Ordering::Relaxed);
     out
 }
 
-/// Returns the free pages kept so far to the OS (inside `during_load`, between phases whose
-/// buffers do not reuse each other's pages, to keep the peak down).
-pub fn release_free_pages() {
-    // SAFETY: `mi_collect` only frees memory no allocation refers to.
-    unsafe { libmimalloc_sys::mi_collect(true) };
+/// Called by a load between phases whose buffers do not reuse each other's pages: inside
+/// [`during_reload`], returns the free pages kept so far to the OS.
+pub fn between_phases() {
+    if RELEASE_BETWEEN_PHASES.load(Ordering::Relaxed) {
+        // SAFETY: `mi_collect` only frees memory no allocation refers to.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    }
 }

@@ -219,7 +219,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
     let views_ms = ms(step);
     // The check's and the views' transient columns are gone; the table build allocates anew.
-    crate::memory::release_free_pages();
+    crate::memory::between_phases();
     let step = Instant::now();
     let info = DatasetInfo {
         version,

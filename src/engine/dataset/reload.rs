@@ -188,7 +188,7 @@ impl Reloader {
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
         let (done, result) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
-            let _ = done.send(crate::memory::during_load(work));
+            let _ = done.send(crate::memory::during_reload(work));
         });
         let outcome = match spawned {
             Ok(_) => result.await.map_err(|_| "the reload thread stopped before finishing".to_string()),
