@@ -73,16 +73,18 @@ pub struct Grant {
     pub rate: Option<RateInfo>,
 }
 
-/// A request refused: the error to answer and, for a key with a quota, its quota state.
+/// A request refused: the error to answer and, for a known key over its quota, the client's
+/// name (for the request's log line) and its quota state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
     pub error: ApiError,
+    pub name: Option<String>,
     pub rate: Option<RateInfo>,
 }
 
 impl From<ApiError> for Denial {
     fn from(error: ApiError) -> Denial {
-        Denial { error, rate: None }
+        Denial { error, name: None, rate: None }
     }
 }
 
@@ -174,6 +176,7 @@ impl Credentials {
                 let full = wait + bucket.period() * (limit - 1);
                 Err(Denial {
                     error: rate_limited(wait),
+                    name: Some(client.name.clone()),
                     rate: Some(RateInfo { limit, remaining: 0, reset_secs: ceil_secs(full) }),
                 })
             }

@@ -305,6 +305,9 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
         Err(denial) => {
             let mut res = denial.error.into_response();
             rate_limit_headers(&mut res, denial.rate);
+            if let Some(name) = denial.name {
+                res.extensions_mut().insert(ClientName(name));
+            }
             res
         }
     }

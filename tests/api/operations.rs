@@ -169,6 +169,11 @@ fn answers_429_are_counted() {
         text.contains(r#"eco_http_requests_total{route="/catalog/vehicles",method="GET",status="429"} 2"#),
         "{text}"
     );
+    // The refused requests' log lines name the client, never its secret.
+    eventually("the 429 log lines", || {
+        app.logs().lines().filter(|l| l.contains("status=429") && l.contains(r#"key="quota client""#)).count() == 2
+    });
+    assert!(!app.logs().contains("q-secret"));
 }
 
 #[test]
