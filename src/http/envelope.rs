@@ -38,6 +38,19 @@ pub struct Meta {
     pub perfil_custo: Option<crate::http::wire::methodology::PerfilCusto>,
 }
 
+impl Meta {
+    /// The meta of an answer generated now for request `request_id`.
+    pub fn new(request_id: Uuid, filters: Option<Map<String, Value>>, pagination: Option<Pagination>) -> Meta {
+        Meta {
+            generated_at: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
+            request_id,
+            filters_applied: filters,
+            pagination,
+            perfil_custo: None,
+        }
+    }
+}
+
 /// `data`: the payload and its metadata.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Payload<T> {
@@ -103,15 +116,26 @@ pub struct RawReply {
     version: String,
 }
 
+impl RawReply {
+    /// The answer of request `request_id` around JSON serialised once per snapshot of `version`.
+    pub fn shared(data: Arc<str>, request_id: Uuid, version: String) -> RawReply {
+        RawReply { data: RawJson::Shared(data), meta: Meta::new(request_id, None, None), version }
+    }
+}
+
 impl IntoResponse for RawReply {
     fn into_response(self) -> Response {
-        let meta = serde_json::to_vec(&self.meta).unwrap_or_else(|_| b"{}".to_vec());
         let data = self.data.as_bytes();
-        let mut body = Vec::with_capacity(data.len() + meta.len() + 40);
+        // Room for the envelope's keys and a meta without filters or pagination.
+        let mut body = Vec::with_capacity(data.len() + 160);
         body.extend_from_slice(br#"{"success":true,"data":{"data":"#);
         body.extend_from_slice(data);
         body.extend_from_slice(br#","meta":"#);
-        body.extend_from_slice(&meta);
+        let at = body.len();
+        if serde_json::to_writer(&mut body, &self.meta).is_err() {
+            body.truncate(at);
+            body.extend_from_slice(b"{}");
+        }
         body.extend_from_slice(b"}}");
         let mut res =
             ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
@@ -153,13 +177,7 @@ impl Ctx {
     }
 
     fn meta(&self, filters: Option<Map<String, Value>>, pagination: Option<Pagination>) -> Meta {
-        Meta {
-            generated_at: Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true),
-            request_id: self.request_id,
-            filters_applied: filters,
-            pagination,
-            perfil_custo: None,
-        }
+        Meta::new(self.request_id, filters, pagination)
     }
 
     /// The envelope around `data`, with optional filters_applied and pagination.
@@ -179,11 +197,7 @@ impl Ctx {
 impl Ctx {
     /// The envelope around JSON serialised beforehand (a dataset-only answer).
     pub fn reply_raw(&self, data: Arc<str>) -> RawReply {
-        RawReply {
-            data: RawJson::Shared(data),
-            meta: self.meta(None, None),
-            version: self.snapshot.info.version.clone(),
-        }
+        RawReply::shared(data, self.request_id, self.snapshot.info.version.clone())
     }
 
     /// The envelope around JSON written from the table's columns.

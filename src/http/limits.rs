@@ -65,6 +65,13 @@ impl Guard {
     }
 }
 
+impl Guard {
+    /// A place among the API requests in flight, if one is free (held until dropped).
+    pub fn try_enter(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.in_flight.try_acquire().ok()
+    }
+}
+
 /// Refuses at once (503, `Retry-After: 1`) an API request over `--max-in-flight`, and bounds the
 /// time until the answer starts to `--request-timeout-ms` (503). A refused request waits in no
 /// queue.
@@ -88,7 +95,7 @@ pub async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
 }
 
 /// Size of the header block as sent (`name: value\r\n` per header).
-fn header_bytes(req: &Request) -> usize {
+pub fn header_bytes(req: &Request) -> usize {
     req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
 }
 

@@ -94,11 +94,40 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
+/// The series of one route, as a thread keeps them at hand.
+struct RouteSeries {
+    duration: Histogram,
+    requests: Vec<((&'static str, u16), Counter)>,
+}
+
+thread_local! {
+    /// Handles on the series this thread has recorded, by route (routes, methods and statuses
+    /// are closed sets): a request is counted without taking the families' locks or allocating.
+    static SERIES: std::cell::RefCell<std::collections::HashMap<String, RouteSeries>> = Default::default();
+}
+
 /// Records one answered request: `route` is the matched path template (or [`UNMATCHED`]).
 pub fn observe(route: &str, method: &Method, status: StatusCode, elapsed: Duration) {
-    let labels = RequestLabels { route: route.to_string(), method: method_label(method), status: status.as_u16() };
-    METRICS.requests.get_or_create(&labels).inc();
-    METRICS.duration.get_or_create(&RouteLabels { route: labels.route }).observe(elapsed.as_secs_f64());
+    let (method, status) = (method_label(method), status.as_u16());
+    SERIES.with_borrow_mut(|series| {
+        if !series.contains_key(route) {
+            let duration = METRICS.duration.get_or_create(&RouteLabels { route: route.to_string() }).clone();
+            series.insert(route.to_string(), RouteSeries { duration, requests: Vec::new() });
+        }
+        let Some(entry) = series.get_mut(route) else { return };
+        entry.duration.observe(elapsed.as_secs_f64());
+        match entry.requests.iter().find(|(k, _)| *k == (method, status)) {
+            Some((_, counter)) => {
+                counter.inc();
+            }
+            None => {
+                let labels = RequestLabels { route: route.to_string(), method, status };
+                let counter = METRICS.requests.get_or_create(&labels).clone();
+                counter.inc();
+                entry.requests.push(((method, status), counter));
+            }
+        }
+    });
 }
 
 /// A request in flight, counted in `eco_http_in_flight` until dropped.

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::auth::RateInfo;
+use super::auth::{Grant, RateInfo};
 use super::error::ApiError;
 use super::panics::Panicked;
 use super::{metrics, AppState, RequestId, DATASET_VERSION, REQUEST_ID};
@@ -66,12 +66,20 @@ pub fn record_route(req: &Request) {
     }
 }
 
+/// The state of [`request_context`]: the limits and, for the answers served ahead of the
+/// router (see `fast`), the application state.
+#[derive(Clone)]
+pub struct Front {
+    pub guard: super::limits::Guard,
+    pub state: AppState,
+}
+
 /// Gives every request an id (X-Request-Id on the answer: the client's own when it sent a sane
 /// one, else a generated UUID), counts it in the metrics and logs one line per request.
 ///
 /// `meta.request_id` is a UUID: the client's id when it is one, else a generated one (then
 /// also logged, as `uuid`).
-pub async fn request_context(State(guard): State<super::limits::Guard>, mut req: Request, next: Next) -> Response {
+pub async fn request_context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
     let incoming = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| sane_request_id(v));
     let parsed = incoming.and_then(|v| Uuid::try_parse(v).ok());
     let uuid = parsed.unwrap_or_else(request_id);
@@ -80,14 +88,23 @@ pub async fn request_context(State(guard): State<super::limits::Guard>, mut req:
         None => uuid.to_string(),
     };
     let own_uuid = incoming.is_some() && parsed.is_none();
-    req.extensions_mut().insert(RequestId(uuid));
     let method = req.method().clone();
     // Filled after routing (see `RouteSlot`); read even when the request panicked.
     let slot = RouteSlot::default();
-    req.extensions_mut().insert(slot.clone());
     let started = Instant::now();
     let in_flight = metrics::InFlight::enter();
-    let mut res = super::compression::not_acceptable(super::limits::guarded(&guard, req, next).await);
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        super::fast::answer(&front.state, &front.guard, &req, uuid)
+    }));
+    let (mut res, fast_route) = match fast {
+        Ok(Some((res, route))) => (res, Some(route)),
+        Ok(None) => {
+            req.extensions_mut().insert(RequestId(uuid));
+            req.extensions_mut().insert(slot.clone());
+            (super::compression::not_acceptable(super::limits::guarded(&front.guard, req, next).await), None)
+        }
+        Err(payload) => (super::panics::answer(payload), None),
+    };
     drop(in_flight);
     let elapsed = started.elapsed();
     if let Ok(v) = HeaderValue::from_str(&shown) {
@@ -95,7 +112,7 @@ pub async fn request_context(State(guard): State<super::limits::Guard>, mut req:
     }
     let status = res.status();
     let matched = slot.0.get();
-    let route = matched.map_or(metrics::UNMATCHED, MatchedPath::as_str);
+    let route = fast_route.or(matched.map(MatchedPath::as_str)).unwrap_or(metrics::UNMATCHED);
     metrics::observe(route, &method, status, elapsed);
     let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
     let uuid_field = own_uuid.then(|| uuid.to_string());
@@ -246,7 +263,7 @@ fn representation(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// ETag, Cache-Control and Vary of a cacheable answer.
-fn cache_headers(res: &mut Response, tag: &str) {
+pub fn cache_headers(res: &mut Response, tag: &str) {
     let headers = [
         (header::ETAG, HeaderValue::from_str(tag).ok()),
         (header::CACHE_CONTROL, Some(HeaderValue::from_static("private, no-cache"))),
@@ -298,8 +315,7 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
                 Some(res) => res,
                 None => next.run(req).await,
             };
-            rate_limit_headers(&mut res, grant.rate);
-            res.extensions_mut().insert(ClientName(grant.name));
+            granted(&mut res, grant);
             res
         }
         Err(denial) => {
@@ -311,6 +327,12 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
             res
         }
     }
+}
+
+/// Marks the answer to a request let through: its quota headers and, for the log, the client.
+pub fn granted(res: &mut Response, grant: Grant) {
+    rate_limit_headers(res, grant.rate);
+    res.extensions_mut().insert(ClientName(grant.name));
 }
 
 /// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (IETF

@@ -7,6 +7,7 @@ pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
 pub mod error;
+pub mod fast;
 pub mod formats;
 pub mod limits;
 pub mod metrics;
@@ -84,6 +85,7 @@ pub fn warm(snapshot: &crate::engine::snapshot::Snapshot) {
     if let Err(e) = wire::rankings::fixed_answers(snapshot) {
         tracing::error!(error = %e, "the fixed answers of the new dataset could not be serialised");
     }
+    fast::warm(snapshot);
 }
 
 /// The API operations (credentials required) with their OpenAPI description.
@@ -105,8 +107,8 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// The complete application router. Layers, from the outside in — once per request, before
-/// routing: request id, access log, metrics, in-flight and time limits (`request_context`);
-/// panics caught; compression. Then, per route: the matched route recorded, URL/header/encoding
+/// routing: request id, access log, metrics, the dataset-only answers served ahead of the router
+/// (`fast`), in-flight and time limits (`request_context`); panics caught; compression. Then, per route: the matched route recorded, URL/header/encoding
 /// limits and the failure envelope for framework errors (`check_request`); HTTP caching; body
 /// size; then the routes (API operations behind credentials).
 pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
@@ -123,14 +125,17 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(middleware::http_cache))
         .layer(axum::middleware::from_fn(limits::check_request))
-        .with_state(state);
+        .with_state(state.clone());
     // `Router::layer` wraps every route separately; the layers that do not need the matched
     // route wrap the whole router once instead (a router whose only endpoint is `routes`).
     Router::new()
         .fallback_service(routes)
         .layer(compression::layer())
         .layer(CatchPanicLayer::custom(panics::answer))
-        .layer(axum::middleware::from_fn_with_state(limits::Guard::new(limits), middleware::request_context))
+        .layer(axum::middleware::from_fn_with_state(
+            middleware::Front { guard: limits::Guard::new(limits), state },
+            middleware::request_context,
+        ))
 }
 
 /// A bound, ready-to-serve application (port 0 allowed).

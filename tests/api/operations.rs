@@ -443,3 +443,81 @@ fn requests_over_max_in_flight_answer_503_with_retry_after_at_once() {
     // The permit is back.
     assert_eq!(app.get("/catalog/vehicles").0, 200);
 }
+
+/// The fixed rankings and the overview, asked plainly, are answered ahead of the router; asked
+/// with anything the full stack must decide (here `Accept-Encoding: identity`, which changes
+/// nothing in the answer), they go through every layer. Both answers must be the same.
+#[test]
+fn fixed_answers_are_the_same_ahead_of_the_router_and_through_it() {
+    let creds = temp_dir("ops-fast").join("credentials.json");
+    std::fs::write(
+        &creds,
+        format!(
+            r#"{{"credentials":[{{"key":"f-key","name":"fast client","secret_sha256":"{}","quota_per_minute":12}},
+                {{"key":"p-key","name":"plain client","secret_sha256":"{}"}}]}}"#,
+            sha2_hex("f-secret"),
+            sha2_hex("p-secret")
+        ),
+    )
+    .unwrap();
+    let app = start(12, &["--credentials", creds.to_str().unwrap()], &[]);
+    let get = |path: &str| app.raw("GET", path).header("X-API-Key", "f-key").header("X-API-Secret", "f-secret");
+    let per_request = ["date", "x-request-id", "ratelimit-remaining", "ratelimit-reset"];
+    let comparable = |res: &Resp| -> Vec<(String, String)> {
+        let mut h: Vec<_> = res.headers.iter().filter(|(k, _)| !per_request.contains(&k.as_str())).cloned().collect();
+        h.sort();
+        h
+    };
+    for path in
+        ["/rankings/most-economical", "/rankings/lowest-co2", "/rankings/longest-electric-range", "/rankings/overview"]
+    {
+        let plain = get(path).send();
+        let full = get(path).header("Accept-Encoding", "identity").send();
+        assert_eq!((plain.status, full.status), (200, 200), "{path}");
+        assert_eq!(comparable(&plain), comparable(&full), "{path}");
+        let (a, b) = (plain.json(), full.json());
+        assert_eq!(a["data"]["data"], b["data"]["data"], "{path}");
+        // These rows have no electric range: that ranking is empty, the others are not.
+        let items = a["data"]["data"]["items"].as_array().map(Vec::len);
+        assert_eq!(items == Some(0), path.ends_with("electric-range"), "{path}: {a}");
+        let keys = |v: &Value| v["data"]["meta"].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>());
+        assert_eq!(keys(&a), Some(vec!["generated_at".to_string(), "request_id".to_string()]), "{path}");
+        assert_eq!(keys(&a), keys(&b), "{path}");
+        assert_eq!(a["data"]["meta"]["request_id"].as_str(), plain.header("x-request-id"), "{path}");
+        assert_eq!(a["success"], true);
+        // The tag of the plain answer revalidates through the full stack.
+        let tag = plain.header("etag").unwrap().to_string();
+        assert!(tag.starts_with("W/\""), "{tag}");
+        let again = get(path).header("If-None-Match", &tag).send();
+        assert_eq!(again.status, 304, "{path}");
+        assert_eq!(again.header("etag"), Some(tag.as_str()));
+    }
+    // Four routes, three requests each, on a quota of twelve: the quota counts the plain answers
+    // like the others, and a plain request over it is refused by the full stack (a token may
+    // have come back meanwhile: a few tries).
+    let refused = (0..4).map(|_| get("/rankings/most-economical").send()).find(|r| r.status != 200).unwrap();
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert_eq!(refused.json()["error"]["code"], "RATE_LIMITED");
+    assert_eq!(refused.header("cache-control"), Some("no-store"));
+    // A wrong secret and a parameter are decided by the full stack too.
+    let wrong = app.raw("GET", "/rankings/lowest-co2").header("X-API-Key", "f-key").header("X-API-Secret", "x").send();
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json()["error"]["code"], "UNAUTHORIZED");
+    let with_param =
+        app.raw("GET", "/rankings/overview?x=1").header("X-API-Key", "p-key").header("X-API-Secret", "p-secret");
+    assert_error(into_json(with_param.send()), 400, "VALIDATION_ERROR");
+    // Counted and logged like every request, under their route.
+    let text = app.raw("GET", "/metrics").send().text();
+    assert!(
+        text.contains(r#"eco_http_requests_total{route="/rankings/overview",method="GET",status="200"} 2"#),
+        "{text}"
+    );
+    assert!(text.contains(r#"eco_http_request_duration_seconds_count{route="/rankings/lowest-co2"} 4"#), "{text}");
+    eventually("the plain answers' log lines", || {
+        app.logs()
+            .lines()
+            .filter(|l| l.contains("/rankings/longest-electric-range") && l.contains(r#"key="fast client""#))
+            .count()
+            >= 3
+    });
+}

@@ -1,0 +1,91 @@
+//! Dataset-only answers served ahead of the router.
+//!
+//! The fixed rankings and the overview take no parameter and depend only on the dataset: their
+//! `data.data` is serialised once per snapshot and their ETag is known before any request. A
+//! plain `GET` of one of them — no query, no conditional, no compression asked, credentials
+//! that pass — is answered here, before the compression, panic, routing, limit and caching
+//! layers, with exactly the answer those layers would give (same status, headers and body; only
+//! the per-request `meta`, the request id and the quota state differ from one request to the
+//! next). Everything else — a refused key, a parameter, `If-None-Match`, `Accept-Encoding`, a
+//! dataset not loaded yet, no capacity left — goes down the full stack, which decides it.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::http::{header, Method};
+use axum::response::{IntoResponse, Response};
+use uuid::Uuid;
+
+use crate::engine::snapshot::Snapshot;
+
+use super::envelope::RawReply;
+use super::limits::{header_bytes, Guard, MAX_HEADER_BYTES};
+use super::middleware::{cache_headers, etag, granted};
+use super::wire::rankings::{fixed_answers, FixedAnswers};
+use super::AppState;
+
+/// Picks the `data.data` of one route out of a snapshot's fixed answers.
+type Pick = fn(&FixedAnswers) -> &Arc<str>;
+
+/// The routes answered here, with the part of the fixed answers each one serves.
+const ROUTES: [(&str, Pick); 4] = [
+    ("/rankings/most-economical", |a| &a.most_economical),
+    ("/rankings/lowest-co2", |a| &a.lowest_co2),
+    ("/rankings/longest-electric-range", |a| &a.longest_electric_range),
+    ("/rankings/overview", |a| &a.overview),
+];
+
+/// The answers of one snapshot: for each route, its `data.data` and its ETag.
+struct Answers {
+    entries: Vec<(&'static str, Arc<str>, String)>,
+}
+
+fn answers(snapshot: &Snapshot) -> Option<Arc<Answers>> {
+    snapshot
+        .memo("http/fast", || {
+            let fixed = fixed_answers(snapshot)?;
+            let version = &snapshot.info.version;
+            let entries = ROUTES
+                .iter()
+                .map(|(path, data)| (*path, Arc::clone(data(&fixed)), etag(version, path, None)))
+                .collect();
+            Ok(Answers { entries })
+        })
+        .ok()
+}
+
+/// Prepares the answers of a new snapshot before it serves (see `http::warm`).
+pub fn warm(snapshot: &Snapshot) {
+    let _ = answers(snapshot);
+}
+
+/// The answer to `req` when it is a plain request of a dataset-only route that passes the
+/// credentials, with its route template; `None` leaves the request to the full stack.
+pub fn answer(state: &AppState, guard: &Guard, req: &Request, request_id: Uuid) -> Option<(Response, &'static str)> {
+    if req.method() != Method::GET || req.uri().query().is_some() {
+        return None;
+    }
+    let path = req.uri().path();
+    let index = ROUTES.iter().position(|(route, _)| *route == path)?;
+    let headers = req.headers();
+    if headers.contains_key(header::ACCEPT_ENCODING)
+        || headers.contains_key(header::IF_NONE_MATCH)
+        || header_bytes(req) > MAX_HEADER_BYTES
+    {
+        return None;
+    }
+    let snapshot = state.store().current()?;
+    let answers = answers(&snapshot)?;
+    let (route, data, tag) = answers.entries.get(index)?;
+    // A request over the capacity is refused by the full stack.
+    let _permit = guard.try_enter()?;
+    // Only a granted request is answered here: a refusal takes no token, so the full stack
+    // refuses it the same way.
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let secret = headers.get("x-api-secret").and_then(|v| v.to_str().ok());
+    let grant = state.credentials().authorize(key, secret).ok()?;
+    let mut res = RawReply::shared(Arc::clone(data), request_id, snapshot.info.version.clone()).into_response();
+    cache_headers(&mut res, tag);
+    granted(&mut res, grant);
+    Some((res, route))
+}
