@@ -34,7 +34,7 @@ fn tune_allocator() {
     }
 }
 use eco_insights::http::auth::Credentials;
-use eco_insights::http::credentials_reload::CredentialsReloader;
+use eco_insights::http::credentials_reload::{CredentialsReloader, FileStamp};
 use eco_insights::http::{AppState, Application};
 
 fn main() -> ExitCode {
@@ -149,6 +149,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         drop(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?);
     }
     let cost = args.cost()?;
+    let credentials_seen = FileStamp::now(&args.credentials);
     let credentials = Credentials::load(&args.credentials)?;
     let demo_allowed = args.allow_demo_credentials || bind_is_loopback(&args.bind);
     if credentials.demo_active() {
@@ -168,6 +169,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let views = Views::read(&args.queries, &cost)?;
     let store = Arc::new(Store::new(None));
+    // Watches the file from before it is first read: an export replaced while the service
+    // starts is picked up by the first poll.
+    let reloader = reload::Reloader::new(
+        args.data.clone(),
+        args.queries.clone(),
+        cost,
+        Arc::clone(&store),
+        eco_insights::http::warm,
+    )
+    .with_max_bytes(args.max_data_bytes);
     tracing::info!(file = %args.data.display(), "loading dataset");
     let loaded = eco_insights::memory::during_load(|| {
         let snapshot = load::load_file_limited(&args.data, &views, args.max_data_bytes)?;
@@ -204,11 +215,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
         let interval = Duration::from_millis(args.reload_interval_ms);
-        let reloader =
-            reload::Reloader::new(args.data.clone(), args.queries.clone(), cost, store, eco_insights::http::warm)
-                .with_max_bytes(args.max_data_bytes);
         tokio::spawn(reloader.run(interval));
-        tokio::spawn(CredentialsReloader::new(args.credentials.clone(), state, demo_allowed).run(interval));
+        tokio::spawn(
+            CredentialsReloader::new(args.credentials.clone(), credentials_seen, state, demo_allowed).run(interval),
+        );
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {
             shutdown_signal().await;

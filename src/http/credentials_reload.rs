@@ -28,8 +28,21 @@ fn stamp(path: &PathBuf) -> Option<Stamp> {
     Some(Stamp { len: m.len(), modified: m.modified().ok(), inode })
 }
 
+/// The credentials file as it was at one moment (taken before the first read, so a change made
+/// while the service starts is not missed).
+#[derive(Debug, Clone)]
+pub struct FileStamp(Option<Stamp>);
+
+impl FileStamp {
+    pub fn now(path: &std::path::Path) -> FileStamp {
+        FileStamp(stamp(&path.to_path_buf()))
+    }
+}
+
 pub struct CredentialsReloader {
     path: PathBuf,
+    /// The file as it was read at start-up.
+    seen: FileStamp,
     state: AppState,
     /// False when the service listens beyond loopback without `--allow-demo-credentials`: a file
     /// that activates the public demo pair is then refused like a broken one.
@@ -37,15 +50,16 @@ pub struct CredentialsReloader {
 }
 
 impl CredentialsReloader {
-    pub fn new(path: PathBuf, state: AppState, demo_allowed: bool) -> CredentialsReloader {
-        CredentialsReloader { path, state, demo_allowed }
+    /// Watches `path`, read at start-up when it was as `seen`.
+    pub fn new(path: PathBuf, seen: FileStamp, state: AppState, demo_allowed: bool) -> CredentialsReloader {
+        CredentialsReloader { path, seen, state, demo_allowed }
     }
 
     /// Polls the file every `interval` and re-reads it on SIGHUP; runs until the process stops.
     pub async fn run(self, interval: Duration) {
         #[cfg(unix)]
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-        let mut seen = stamp(&self.path);
+        let mut seen = self.seen.0.clone();
         loop {
             #[cfg(unix)]
             let forced = match hangup.as_mut() {

@@ -56,6 +56,8 @@ pub struct Reloader {
     store: Arc<Store>,
     warm: Warm,
     max_bytes: u64,
+    /// The file as it was when the reloader was made (before the first load read it).
+    seen: Option<Stamp>,
 }
 
 /// A refusal reason as `/readyz` may show it: the data file named without its folder.
@@ -96,8 +98,10 @@ fn log_changes(previous: Arc<Snapshot>, current: Arc<Snapshot>) {
 }
 
 impl Reloader {
+    /// Watches `data` from now on: make it before the first load reads the file.
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
-        Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX }
+        let seen = stamp(&data);
+        Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX, seen }
     }
 
     /// Refuses exports over `max` bytes.
@@ -110,7 +114,7 @@ impl Reloader {
     pub async fn run(self, interval: Duration) {
         #[cfg(unix)]
         let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-        let mut seen = stamp(&self.data);
+        let mut seen = self.seen.clone();
         let mut missing_logged = false;
         loop {
             #[cfg(unix)]
