@@ -406,6 +406,17 @@ impl Shared {
             Shared::MethodNotAllowed => {
                 b = b.header("Allow", string_header("The methods this path accepts, e.g. `GET,HEAD`."));
             }
+            Shared::ServiceUnavailable => {
+                b = b.header(
+                    "Retry-After",
+                    HeaderBuilder::new()
+                        .schema(ObjectBuilder::new().schema_type(Type::Integer).minimum(Some(1)))
+                        .description(Some(
+                            "Only when the server is at `--max-in-flight` requests: seconds to wait before retrying (1).",
+                        ))
+                        .build(),
+                );
+            }
             Shared::RateLimited => {
                 b = b.header(
                     "Retry-After",
@@ -585,16 +596,21 @@ fn finish_public(op: &mut Operation) {
 /// The methods of a JSON path item (OpenAPI keys).
 const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-/// Every header of every response is always sent: mark it `required` (utoipa cannot).
+/// Every header of every response is always sent, except the quota headers and the
+/// `Retry-After` of a 503 (only on the in-flight refusal): mark it `required` (utoipa cannot).
 fn mark_headers_required(doc: &mut Value) {
-    fn mark(response: &mut Value) {
+    fn mark_except(response: &mut Value, optional: &[&str]) {
         if let Some(headers) = response.get_mut("headers").and_then(Value::as_object_mut) {
             for (name, h) in headers.iter_mut() {
                 if let Some(h) = h.as_object_mut() {
-                    h.insert("required".into(), Value::Bool(!OPTIONAL_HEADERS.contains(&name.as_str())));
+                    let required = !OPTIONAL_HEADERS.contains(&name.as_str()) && !optional.contains(&name.as_str());
+                    h.insert("required".into(), Value::Bool(required));
                 }
             }
         }
+    }
+    fn mark(response: &mut Value) {
+        mark_except(response, &[]);
     }
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for item in paths.values_mut().filter_map(Value::as_object_mut) {
@@ -608,7 +624,10 @@ fn mark_headers_required(doc: &mut Value) {
         }
     }
     if let Some(r) = doc.pointer_mut("/components/responses").and_then(Value::as_object_mut) {
-        r.values_mut().for_each(mark);
+        for (name, response) in r.iter_mut() {
+            let optional: &[&str] = if name == Shared::ServiceUnavailable.name() { &["Retry-After"] } else { &[] };
+            mark_except(response, optional);
+        }
     }
 }
 
@@ -839,6 +858,9 @@ mod tests {
             }
             let limited = response(&doc, op, "429").unwrap();
             assert_eq!(limited["headers"]["Retry-After"]["required"], true);
+            let unavailable = response(&doc, op, "503").unwrap();
+            assert_eq!(unavailable["headers"]["Retry-After"]["required"], false, "{label}");
+            assert_eq!(unavailable["headers"]["Retry-After"]["schema"]["type"], "integer", "{label}");
             assert_eq!(limited["headers"]["Retry-After"]["schema"]["type"], "integer");
             let ok = response(&doc, op, "200").unwrap();
             assert_eq!(ok["headers"]["X-Dataset-Version"]["required"], true, "{label}");
