@@ -1,7 +1,9 @@
 //! Who gets the CPU while a new export is prepared. The threads that serve requests register
-//! here; while a reload builds a snapshot they run a few nice steps lower, so under saturation
-//! (more requests than cores) the load still gets its share and a swap is not starved. Outside a
-//! reload every thread has the same priority.
+//! here; while a reload builds a snapshot they run a few nice steps lower and, on a machine with
+//! two CPUs or more, keep off one of the process's CPUs, so under saturation (more requests than
+//! cores) the load still gets its share and a swap is not starved: its serial steps run on a CPU
+//! no request preempts, its parallel ones share the others. Outside a reload every thread has the
+//! same priority and CPUs.
 //!
 //! Raising a nice value is always allowed; lowering it back needs `CAP_SYS_NICE` or a
 //! `RLIMIT_NICE` that reaches the original value (systemd: `LimitNICE=`). Before the serving
@@ -47,6 +49,37 @@ fn set_nice(tid: i32, nice: i32) -> bool {
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
 }
 
+/// The CPUs the calling thread may run on (the process's set unless something narrowed it).
+#[cfg(target_os = "linux")]
+fn affinity_of_caller() -> Option<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the call fills it for the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
+    }
+}
+
+/// Sets one thread's CPUs; a failure leaves it as is.
+#[cfg(target_os = "linux")]
+fn set_affinity(tid: i32, set: &libc::cpu_set_t) {
+    // SAFETY: a plain system call on one thread id of this process.
+    unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set) };
+}
+
+/// `set` without its last CPU, when it has two or more: the CPUs the serving threads keep while
+/// a reload runs, so the reload has one CPU nobody serving competes for.
+#[cfg(target_os = "linux")]
+fn without_last(set: &libc::cpu_set_t) -> Option<libc::cpu_set_t> {
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|c| unsafe { libc::CPU_ISSET(*c, set) }).collect();
+    if cpus.len() < 2 {
+        return None;
+    }
+    let mut narrowed = *set;
+    // SAFETY: the index is inside the set's size.
+    unsafe { libc::CPU_CLR(*cpus.last()?, &mut narrowed) };
+    Some(narrowed)
+}
+
 /// Whether this process may lower a nice value it raised: tried on the calling thread, one step
 /// up and back.
 #[cfg(target_os = "linux")]
@@ -82,24 +115,31 @@ pub fn unregister_serving_thread() {
 /// Keeps the serving threads lower until dropped.
 pub struct ServingYields {
     active: bool,
+    #[cfg(target_os = "linux")]
+    cpus: Option<libc::cpu_set_t>,
 }
 
-/// Lowers the priority of the serving threads for the life of the returned guard (call it on
-/// the thread doing the reload). Threads that start meanwhile inherit the lower priority from
-/// the thread that starts them; every thread registered when the guard drops is set back.
+/// Lowers the priority of the serving threads and keeps them off one CPU for the life of the
+/// returned guard (call it on the thread doing the reload, whose CPUs are the process's). Threads
+/// that start meanwhile inherit both from the thread that starts them; every thread registered
+/// when the guard drops is set back. CPUs can always be given back, so they are narrowed even
+/// where the priority cannot be restored (and so is not lowered).
 pub fn serving_yields() -> ServingYields {
     #[cfg(target_os = "linux")]
     {
-        if !can_restore() {
-            return ServingYields { active: false };
-        }
+        let cpus = affinity_of_caller();
+        let narrowed = cpus.as_ref().and_then(without_last);
+        let active = can_restore();
         let s = serving();
-        if let Some(base) = s.base {
-            for t in &s.threads {
+        for t in &s.threads {
+            if let Some(base) = s.base.filter(|_| active) {
                 set_nice(*t, (base + YIELD_STEPS).min(19));
             }
+            if let Some(n) = &narrowed {
+                set_affinity(*t, n);
+            }
         }
-        ServingYields { active: true }
+        ServingYields { active, cpus: narrowed.and(cpus) }
     }
     #[cfg(not(target_os = "linux"))]
     ServingYields { active: false }
@@ -108,11 +148,14 @@ pub fn serving_yields() -> ServingYields {
 impl Drop for ServingYields {
     fn drop(&mut self) {
         #[cfg(target_os = "linux")]
-        if self.active {
+        {
             let s = serving();
-            if let Some(base) = s.base {
-                for t in &s.threads {
+            for t in &s.threads {
+                if let Some(base) = s.base.filter(|_| self.active) {
                     set_nice(*t, base);
+                }
+                if let Some(cpus) = &self.cpus {
+                    set_affinity(*t, cpus);
                 }
             }
         }
@@ -123,14 +166,21 @@ impl Drop for ServingYields {
 mod tests {
     use super::*;
 
+    fn count(set: &libc::cpu_set_t) -> usize {
+        // SAFETY: reads a set the kernel filled.
+        unsafe { libc::CPU_COUNT(set) as usize }
+    }
+
     #[test]
     fn serving_threads_yield_during_a_reload_only() {
         let handle = std::thread::spawn(|| {
             register_serving_thread();
             let before = nice_of(tid());
+            let cpus_before = affinity_of_caller().map(|s| count(&s));
             // The yield is decided and undone from another thread, as a reload does.
             let guard = std::thread::spawn(serving_yields).join().unwrap();
             let during = nice_of(tid());
+            let cpus_during = affinity_of_caller().map(|s| count(&s));
             // A thread started meanwhile inherits the lower priority and is set back too.
             let (tx, rx) = std::sync::mpsc::channel();
             let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
@@ -145,10 +195,16 @@ mod tests {
             let restorable = guard.active;
             drop(guard);
             let after = nice_of(tid());
+            let cpus_after = affinity_of_caller().map(|s| count(&s));
             let child_after = nice_of(child_tid);
             stop_tx.send(()).unwrap();
             child.join().unwrap();
             unregister_serving_thread();
+            assert_eq!(cpus_after, cpus_before, "the CPUs are given back");
+            match cpus_before {
+                Some(n) if n >= 2 => assert_eq!(cpus_during, Some(n - 1), "one CPU is left to the reload"),
+                _ => assert_eq!(cpus_during, cpus_before, "a single CPU is never taken away"),
+            }
             (before, during, after, child_during, child_after, restorable)
         });
         let (before, during, after, child_during, child_after, restorable) = handle.join().unwrap();
