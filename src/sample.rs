@@ -5,7 +5,7 @@
 //! (`xoshiro256**` seeded through SplitMix64), so the same `(rows, seed)` always yields the same frame.
 //! [`write_parquet`] persists a frame as Parquet (zstd, column statistics on).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -1420,6 +1420,8 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
     let mut rng = Rng::new(seed);
     let mut c = Cols::with_capacity(rows);
     let mut seen: HashSet<Uuid> = HashSet::with_capacity(rows);
+    // Per base id (a version without suffix): where the search for a free suffix resumes.
+    let mut next_suffix: HashMap<Uuid, usize> = HashMap::new();
     // Unrounded energy figure and category per row, for the PBE class pass.
     let mut mj_true: Vec<f64> = Vec::with_capacity(rows);
     let mut cat_of: Vec<Cat> = Vec::with_capacity(rows);
@@ -1613,7 +1615,10 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
         let mut id = make_id(&versao);
         if seen.contains(&id) {
             let base = versao.clone();
-            let mut n = 0usize;
+            // Every suffix before the one taken last time for this base is taken (the set only
+            // grows), so the search resumes there: linear, not quadratic, in the rows per base.
+            let next = next_suffix.entry(id).or_insert(0);
+            let mut n = *next;
             loop {
                 let candidate = if n < VERSION_SUFFIXES.len() {
                     format!("{base} {}", VERSION_SUFFIXES[n])
@@ -1624,6 +1629,7 @@ pub fn generate_catalog(rows: usize, seed: u64) -> PolarsResult<DataFrame> {
                 if !seen.contains(&cand_id) {
                     versao = candidate;
                     id = cand_id;
+                    *next = n + 1;
                     break;
                 }
                 n += 1;
