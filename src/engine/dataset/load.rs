@@ -214,6 +214,8 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let step = Instant::now();
     let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown.clone(), problems })?;
     let check_ms = ms(step);
+    // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
+    crate::memory::between_phases();
     let step = Instant::now();
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
     let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
