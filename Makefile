@@ -14,7 +14,7 @@ help:
 	@echo "make test   unit, black-box API and contract tests"
 	@echo "make contract  schemathesis against the live service (every check; venv in $(VENV)/)"
 	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
-	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run)"
+	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run, BENCH_SIZES=10000000 for the 10M-row stretch)"
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
@@ -48,7 +48,9 @@ lint:
 
 # Side-by-side benchmark (bench/run.py): the service, a static axum ceiling and DuckDB on the same
 # generated catalogs (12k/100k/1M rows, cached in target/bench/data). BENCH_SIZES=12000 for a
-# quick run. Loopback only, every load bounded; prints a table, writes target/bench/results.json.
+# quick run; BENCH_SIZES=10000000 for the 10M-row stretch (about 10 minutes the first time, two
+# 460 MB catalogs generated, some 11 GB of memory at the peak of its swap). Loopback only, every
+# load bounded; prints a table, writes target/bench/results.json.
 BENCH_VENV := .venv-bench
 CEILING := $(or $(CARGO_TARGET_DIR),target)/release/examples/ceiling
 
