@@ -185,7 +185,9 @@ impl Reloader {
                 return Ok(None);
             }
             let snapshot = load::load_owned(bytes, version, &data, &views).map_err(|e| e.to_string())?;
+            let started = std::time::Instant::now();
             warm(&snapshot);
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "dataset-only answers computed");
             Ok(Some(snapshot))
         };
         // A thread of its own, at the process's normal priority (the threads serving requests
