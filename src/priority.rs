@@ -70,6 +70,7 @@ fn set_affinity(tid: i32, set: &libc::cpu_set_t) {
 /// a reload runs, so the reload has one CPU nobody serving competes for.
 #[cfg(target_os = "linux")]
 fn without_last(set: &libc::cpu_set_t) -> Option<libc::cpu_set_t> {
+    // SAFETY: every index is inside the set's size.
     let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|c| unsafe { libc::CPU_ISSET(*c, set) }).collect();
     if cpus.len() < 2 {
         return None;
