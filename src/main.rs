@@ -24,13 +24,18 @@ const BLOCKING_THREADS: usize = 4;
 
 /// Purge freed memory at once instead of after a delay: a load's transient buffers (the parsed
 /// export, the views' intermediate columns) leave the process as soon as the snapshot is built.
-/// `MIMALLOC_PURGE_DELAY` in the environment still wins.
+/// `MIMALLOC_PURGE_DELAY` in the environment still wins. Also runs the process on base pages
+/// (see [`eco_insights::memory::without_transparent_huge_pages`]) unless `MIMALLOC_ALLOW_THP`
+/// says otherwise.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide allocator option before any other thread runs.
         unsafe {
             libmimalloc_sys::mi_option_set(15 /* mi_option_purge_delay */, 0)
         };
+    }
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        eco_insights::memory::without_transparent_huge_pages();
     }
 }
 use eco_insights::http::auth::Credentials;
