@@ -59,7 +59,7 @@ fn deferring<T>(release_between_phases: bool, load: impl FnOnce() -> T) -> T {
 /// costs the host a fresh huge page: measured here at 0.4–0.8 GB/s against 2.6–3 GB/s for 4 KiB
 /// faults on the same memory. On base pages a cold start takes the same time whether or not the
 /// memory was recently freed (1.4–1.5 s for 1M rows, against 1.3–2.4 s with huge pages), and a
-/// swap under load takes 2.4–2.5 s instead of 2.7–3.5 s. No-op where the call is unsupported.
+/// swap under load takes 2.2–3.0 s instead of 2.9–3.5 s. No-op where the call is unsupported.
 pub fn without_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: a prctl on the calling process with integer arguments; no memory is passed.
