@@ -521,3 +521,23 @@ fn fixed_answers_are_the_same_ahead_of_the_router_and_through_it() {
             >= 3
     });
 }
+
+/// The process's `THP_enabled` line in `/proc/<pid>/status` (Linux 6.x), if the kernel shows it.
+fn thp_enabled(pid: u32) -> Option<String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_string())
+}
+
+#[test]
+fn the_service_runs_without_transparent_huge_pages_unless_the_environment_allows_them() {
+    let app = start(3, &[], &[]);
+    let Some(default) = thp_enabled(app.pid()) else {
+        eprintln!("skipped: this kernel does not show THP_enabled in /proc/<pid>/status");
+        return;
+    };
+    assert_eq!(default, "0", "huge pages are off by default");
+    assert_eq!(app.get("/rankings/most-economical").0, 200);
+    let allowed = start(3, &[], &[("MIMALLOC_ALLOW_THP", "1")]);
+    assert_eq!(thp_enabled(allowed.pid()).as_deref(), Some("1"), "MIMALLOC_ALLOW_THP=1 keeps them");
+    assert_eq!(allowed.get("/rankings/most-economical").0, 200);
+}
