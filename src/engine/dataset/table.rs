@@ -393,11 +393,18 @@ fn positions(frame: &mut DataFrame, index: &TextIndex) -> PolarsResult<Vec<u32>>
     let n = frame.height();
     let scores: Vec<Option<f64>> = frame.column("eco_score")?.cast(&DataType::Float64)?.f64()?.iter().collect();
     let id_rank: Vec<u32> = frame.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
-    let mut order: Vec<u32> = (0..n as u32).filter(|&r| scores[r as usize].is_some()).collect();
-    order.par_sort_unstable_by(|&a, &b| {
-        let (a, b) = (a as usize, b as usize);
-        scores[b].unwrap_or_default().total_cmp(&scores[a].unwrap_or_default()).then(id_rank[a].cmp(&id_rank[b]))
-    });
+    // One integer key per scored row: the score descending (its total order as an integer,
+    // inverted), the id rank, then the row itself (never decisive: id ranks are unique).
+    let descending = |score: f64| -> u128 {
+        let bits = score.to_bits();
+        let ascending = if bits >> 63 == 1 { !bits } else { bits | 1 << 63 };
+        (!ascending) as u128
+    };
+    let mut keyed: Vec<u128> = (0..n)
+        .filter_map(|r| scores[r].map(|s| descending(s) << 64 | (id_rank[r] as u128) << 32 | r as u128))
+        .collect();
+    keyed.par_sort_unstable();
+    let order: Vec<u32> = keyed.into_iter().map(|k| k as u32).collect();
     let scored = order.len();
     let mut global = vec![None::<u32>; n];
     let mut percentil = vec![None::<f64>; n];
