@@ -7,7 +7,12 @@ SAMPLE_SEED := 2026
 VENV := .venv
 PYTHON ?= python3
 
-.PHONY: run build test unit contract data fmt lint bench soak cluster cluster-test report report-test formats-test help
+# Longer runs of the untrusted-export property tests (tests/api/untrusted.rs): FUZZ_CASES mutated
+# copies per real export (default 5000), FUZZ_SEED to explore other inputs than make test's.
+FUZZ_CASES ?= 5000
+FUZZ_SEED ?= 1000000
+
+.PHONY: run build test unit contract data fmt lint bench soak fuzz cluster cluster-test report report-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -21,6 +26,7 @@ help:
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
+	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -35,6 +41,10 @@ test:
 	$(MAKE) cluster-test
 	$(MAKE) formats-test
 	$(MAKE) report-test
+
+fuzz:
+	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::mutated -- --nocapture
+	FUZZ_CASES=$$(( $(FUZZ_CASES) / 20 + 1 )) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::every_command -- --nocapture
 
 data: build
 	$(BIN) generate --rows $(SAMPLE_ROWS) --seed $(SAMPLE_SEED) --out data/catalog.parquet

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::engine::load::{InputLimits, DEFAULT_MAX_ROWS};
 use crate::engine::views::CostConfig;
 
 #[derive(Debug, Parser)]
@@ -76,6 +77,10 @@ pub struct DiffArgs {
     /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
     #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,
+    /// Most rows an export may declare in its metadata, checked before any column is decoded (a
+    /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
+    #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rows: u64,
 }
 
 /// Default of `--max-data-bytes`: 2 GiB.
@@ -130,6 +135,16 @@ pub struct ServeArgs {
     /// Largest data file accepted, in bytes (at start-up and on reload); a larger export is refused.
     #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,
+    /// Most rows an export may declare in its metadata, checked before any column is decoded (a
+    /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
+    #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rows: u64,
+    /// Folder where the last accepted dataset is kept (a copy of the export with the views and
+    /// cost configuration it was served with), written atomically on every accepted load. A
+    /// restart whose export is missing or invalid serves the kept dataset. Off when unset; delete
+    /// the folder (service stopped) to forget the kept dataset.
+    #[arg(long, env = "ECO_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Log line format: `text`, or `json` (one object per line; every request line carries
     /// request_id, method, route, status, latency_ms and the client's name).
     #[arg(long, env = "ECO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
@@ -147,6 +162,19 @@ pub struct ServeArgs {
     #[arg(long, env = "ECO_MAX_IN_FLIGHT", default_value_t = crate::http::limits::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
 }
+
+/// The input limits of a command's `--max-data-bytes` and `--max-rows`.
+macro_rules! input_limits {
+    ($($args:ty),*) => {$(
+        impl $args {
+            /// What an export may be before it is decoded (`--max-data-bytes`, `--max-rows`).
+            pub fn input_limits(&self) -> InputLimits {
+                InputLimits { max_bytes: self.max_data_bytes, max_rows: self.max_rows }
+            }
+        }
+    )*};
+}
+input_limits!(ServeArgs, ValidateArgs, ReportArgs, DiffArgs);
 
 impl ServeArgs {
     /// The HTTP limits of the server.
@@ -205,6 +233,10 @@ pub struct ValidateArgs {
     /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
     #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,
+    /// Most rows an export may declare in its metadata, checked before any column is decoded (a
+    /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
+    #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rows: u64,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -220,6 +252,13 @@ pub struct ReportArgs {
     /// dataset version are those of a server started with its defaults.
     #[arg(long, env = "ECO_QUERIES", default_value = "queries")]
     pub queries: PathBuf,
+    /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
+    #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_data_bytes: u64,
+    /// Most rows an export may declare in its metadata, checked before any column is decoded (a
+    /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
+    #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_rows: u64,
 }
 
 #[derive(Debug, Clone, Subcommand)]

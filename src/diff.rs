@@ -95,8 +95,8 @@ pub fn to_text(old: &Snapshot, new: &Snapshot, delta: &diff::Delta, changes: &[C
     out
 }
 
-fn load(path: &std::path::Path, views: &Views, max: u64) -> Result<Snapshot, ExitCode> {
-    load::load_file_limited(path, views, max).map_err(|e| {
+fn load(path: &std::path::Path, views: &Views, limits: load::InputLimits) -> Result<Snapshot, ExitCode> {
+    load::load_file_limited(path, views, limits).map_err(|e| {
         eprintln!("{e}");
         match e {
             LoadError::Views { .. } => ExitCode::FAILURE,
@@ -114,22 +114,31 @@ pub fn run(args: &DiffArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let old = match load(&args.old, &views, args.max_data_bytes) {
+    let old = match load(&args.old, &views, args.input_limits()) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let new = match load(&args.new, &views, args.max_data_bytes) {
+    let new = match load(&args.new, &views, args.input_limits()) {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let delta = match diff::compare(&old, &new) {
-        Ok(d) => d,
-        Err(e) => {
+    let compared = crate::engine::contain::contained(|| {
+        diff::compare(&old, &new).map(|delta| {
+            let changes = diff::changes(&old, &new, &delta);
+            (delta, changes)
+        })
+    });
+    let (delta, changes) = match compared {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => {
             eprintln!("error: cannot compare the exports: {e}");
             return ExitCode::FAILURE;
         }
+        Err(panic) => {
+            eprintln!("error: internal error while comparing the exports: {panic}");
+            return ExitCode::FAILURE;
+        }
     };
-    let changes = diff::changes(&old, &new, &delta);
     let report = match args.format {
         DiffFormat::Json => match serde_json::to_string_pretty(&to_json(&old, &new, &delta, &changes)) {
             Ok(s) => s + "\n",

@@ -9,6 +9,7 @@ use clap::Parser;
 use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ReportArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load;
 use eco_insights::engine::reload;
+use eco_insights::engine::state::StateDir;
 use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
 use eco_insights::{credentials, sample};
@@ -73,7 +74,7 @@ fn generate_cmd(args: GenerateArgs) -> anyhow::Result<()> {
 }
 
 fn validate_cmd(args: ValidateArgs) -> ExitCode {
-    match load::validate_file_limited(&args.file, args.max_data_bytes) {
+    match load::validate_file_limited(&args.file, args.input_limits()) {
         Ok(rows) => {
             println!("{}: valid ({rows} rows)", args.file.display());
             ExitCode::SUCCESS
@@ -86,7 +87,7 @@ fn validate_cmd(args: ValidateArgs) -> ExitCode {
 }
 
 fn report_cmd(args: ReportArgs) -> ExitCode {
-    match eco_insights::report::run(&args.data, &args.queries, &args.out) {
+    match eco_insights::report::run(&args.data, &args.queries, &args.out, args.input_limits()) {
         Ok(w) => {
             println!(
                 "wrote {} ({} rows, dataset version {}) in {:.2} s",
@@ -183,15 +184,19 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Arc::clone(&store),
         eco_insights::http::warm,
     )
-    .with_max_bytes(args.max_data_bytes);
+    .with_limits(args.input_limits())
+    .with_state(args.state_dir.clone().map(StateDir::new));
+    let kept = args.state_dir.clone().map(StateDir::new);
     tracing::info!(file = %args.data.display(), "loading dataset");
     let loaded = eco_insights::memory::during_load(|| {
-        let snapshot = load::load_file_limited(&args.data, &views, args.max_data_bytes)?;
-        eco_insights::http::warm(&snapshot);
+        let snapshot = reload::load_export(&args.data, &views, args.input_limits(), kept.as_ref(), None)?;
+        if let Some(s) = &snapshot {
+            eco_insights::http::warm(s);
+        }
         Ok::<_, load::LoadError>(snapshot)
     });
     match loaded {
-        Ok(snapshot) => {
+        Ok(Some(snapshot)) => {
             tracing::info!(
                 version = %snapshot.info.version,
                 rows = snapshot.info.rows,
@@ -202,13 +207,31 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             store.replace(snapshot);
             store.record_reload(ReloadResult::Ok);
         }
+        Ok(None) => tracing::warn!("the first load found the dataset already serving"),
         Err(e) => {
-            // Serve anyway: the API answers 503 and /readyz says why until a valid export appears.
-            tracing::error!(
-                file = %args.data.display(),
-                "no dataset loaded; the API answers 503 until a valid export appears: {e}"
-            );
             store.record_reload(ReloadResult::Refused(reload::public_reason(&args.data, &e.to_string())));
+            match kept
+                .as_ref()
+                .map(|state| (state, eco_insights::memory::during_load(|| start_from_state(state, &args))))
+            {
+                Some((state, Some(snapshot))) => {
+                    tracing::error!(
+                        file = %args.data.display(),
+                        "the export is refused; serving the dataset kept in {} (version {}, accepted from {}) until a valid export appears: {e}",
+                        state.path().display(),
+                        snapshot.info.version,
+                        snapshot.info.source.display()
+                    );
+                    store.replace(snapshot);
+                }
+                _ => {
+                    // Serve anyway: the API answers 503 and /readyz says why until a valid export appears.
+                    tracing::error!(
+                        file = %args.data.display(),
+                        "no dataset loaded; the API answers 503 until a valid export appears: {e}"
+                    );
+                }
+            }
         }
     }
     let state = AppState::new(Arc::clone(&store), credentials);
@@ -251,6 +274,25 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Requests cut at the end of the grace may leave engine work running: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(500));
     result
+}
+
+/// The dataset kept in the state folder, loaded when the export is refused at start-up; `None`
+/// (with a log line) when nothing is kept or what is kept is refused.
+fn start_from_state(state: &StateDir, args: &ServeArgs) -> Option<eco_insights::engine::snapshot::Snapshot> {
+    match reload::load_kept(state, args.input_limits()) {
+        Ok(Some(snapshot)) => {
+            eco_insights::http::warm(&snapshot);
+            Some(snapshot)
+        }
+        Ok(None) => {
+            tracing::warn!(state_dir = %state.path().display(), "the state folder keeps no dataset");
+            None
+        }
+        Err(why) => {
+            tracing::error!(state_dir = %state.path().display(), "the dataset kept in the state folder is not served: {why}");
+            None
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -12,7 +12,9 @@
 pub mod dataset;
 pub mod ops;
 
-pub use dataset::{diff, formula, load, publish, reload, schema, snapshot, store, table, text_index, views};
+pub use dataset::{
+    contain, diff, formula, load, publish, reload, schema, snapshot, state, store, table, text_index, views,
+};
 pub use ops::{catalog, compare, facets, filters, insights, profile, rankings, vehicles};
 
 use dataset::snapshot::Snapshot;

@@ -153,17 +153,23 @@ pub struct Written {
 
 /// Loads `data` with the views of `queries` and the server's default cost configuration, and
 /// writes the report to `out` atomically (a temporary file in the same folder, then a rename).
-pub fn run(data: &Path, queries: &Path, out: &Path) -> Result<Written, ReportError> {
+pub fn run(data: &Path, queries: &Path, out: &Path, limits: load::InputLimits) -> Result<Written, ReportError> {
     let started = Instant::now();
     let cost = CostConfig::default();
     let views = Views::read(queries, &cost)?;
     // As the server's cold start: freed pages are reused during the load, returned at its end.
-    let snapshot = crate::memory::during_load(|| load::load_file(data, &views)).map_err(|e| match e {
-        LoadError::Views { .. } => ReportError::Other(anyhow::Error::new(e)),
-        e => ReportError::Input(e),
-    })?;
-    let report = ReportData::gather(&snapshot).context("cannot compute the report's numbers")?;
-    let page = render(&report, &cost, Utc::now())?;
+    let snapshot =
+        crate::memory::during_load(|| load::load_file_limited(data, &views, limits)).map_err(|e| match e {
+            LoadError::Views { .. } => ReportError::Other(anyhow::Error::new(e)),
+            e => ReportError::Input(e),
+        })?;
+    let drawn = crate::engine::contain::contained(|| -> anyhow::Result<_> {
+        let report = ReportData::gather(&snapshot).context("cannot compute the report's numbers")?;
+        let page = render(&report, &cost, Utc::now())?;
+        Ok((report, page))
+    });
+    let (report, page) =
+        drawn.map_err(|panic| anyhow::anyhow!("internal error while drawing the report: {panic}"))??;
     write_atomically(out, page.as_bytes())?;
     Ok(Written { out: out.to_path_buf(), rows: report.rows, version: report.version, elapsed: started.elapsed() })
 }

@@ -16,4 +16,5 @@ mod reload;
 mod report;
 mod third_party;
 mod tools;
+mod untrusted;
 mod vehicles;

@@ -10,8 +10,9 @@ use polars::prelude::*;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::contain::contained;
 use super::schema::{self, Problem, COLUMNS, DICTIONARY_ENCODED, ID};
-use super::snapshot::{DatasetInfo, Snapshot};
+use super::snapshot::{DatasetInfo, Origin, Snapshot};
 use super::text_index::{fold, TextValues};
 use super::views::Views;
 
@@ -28,6 +29,34 @@ pub enum LoadError {
     Views { path: String, message: String },
     #[error("{path} is {bytes} bytes, over the limit of {max} bytes (--max-data-bytes)")]
     TooLarge { path: String, bytes: u64, max: u64 },
+    #[error(
+        "{path} declares {rows} rows in its metadata, over the limit of {max} rows (--max-rows); no column was decoded"
+    )]
+    TooManyRows { path: String, rows: u64, max: u64 },
+}
+
+/// Default of `--max-rows`: the most rows an export may declare (API-CONTRACT §1).
+pub const DEFAULT_MAX_ROWS: u64 = 20_000_000;
+
+/// What an export may be before it is decoded: its size in bytes and the rows its metadata
+/// declares. Both are checked before any column is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputLimits {
+    pub max_bytes: u64,
+    pub max_rows: u64,
+}
+
+impl InputLimits {
+    /// No byte limit, the default row limit.
+    pub const fn rows(max_rows: u64) -> InputLimits {
+        InputLimits { max_bytes: u64::MAX, max_rows }
+    }
+}
+
+impl Default for InputLimits {
+    fn default() -> Self {
+        InputLimits::rows(DEFAULT_MAX_ROWS)
+    }
 }
 
 /// Reads a whole export, refusing one over `max` bytes before reading it (and one that grows
@@ -68,31 +97,175 @@ fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
 /// The dataset version: the first 16 hex digits of a SHA-256 over everything an answer depends
 /// on — the export's bytes, the views' text and the cost configuration (API-CONTRACT §1).
 pub fn version_of(bytes: &[u8], views: &Views) -> String {
+    version_from(&export_digest(bytes), views)
+}
+
+/// SHA-256 of an export's bytes (what the state folder checks a kept copy against).
+pub fn export_digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+/// [`version_of`] from the export's digest.
+pub fn version_from(export: &[u8; 32], views: &Views) -> String {
     let mut hasher = Sha256::new();
-    hasher.update(Sha256::digest(bytes));
+    hasher.update(export);
     hasher.update(views.digest);
     hex::encode(&hasher.finalize()[..8])
 }
 
-/// Parses Parquet bytes into a frame.
-pub fn read_parquet(bytes: &[u8], path: &str) -> Result<DataFrame, LoadError> {
-    ParquetReader::new(Cursor::new(bytes))
-        .finish()
-        .map_err(|e| LoadError::Parquet { path: path.to_string(), message: e.to_string() })
+/// What follows every complaint about a file's bytes: the two usual causes.
+const DAMAGED: &str = "the file is damaged or was not completely written";
+
+/// Parses Parquet bytes into a frame. The bytes are untrusted: the file's frame (magic
+/// numbers, footer length) and metadata (row counts, where each column's data lies) are checked
+/// before any column is decoded, the declared rows against `max_rows`, and the decoder runs
+/// contained (see [`super::contain`]), so a damaged file is refused with the column and the part
+/// of the file at fault, never a panic.
+pub fn read_parquet(bytes: &[u8], path: &str, max_rows: u64) -> Result<DataFrame, LoadError> {
+    let bad = |message: String| LoadError::Parquet { path: path.to_string(), message };
+    let data_end = check_frame(bytes).map_err(bad)?;
+    let metadata = match contained(|| ParquetReader::new(Cursor::new(bytes)).get_metadata().cloned()) {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => return Err(bad(format!("its metadata (the footer) cannot be decoded: {e}; {DAMAGED}"))),
+        Err(panic) => {
+            return Err(bad(format!(
+                "its metadata (the footer) cannot be decoded (the decoder failed: {panic}); {DAMAGED}"
+            )))
+        }
+    };
+    let declared = metadata.num_rows as u64;
+    if declared > max_rows {
+        return Err(LoadError::TooManyRows { path: path.to_string(), rows: declared, max: max_rows });
+    }
+    check_layout(&metadata, data_end).map_err(bad)?;
+    let decoded = contained(|| {
+        let mut reader = ParquetReader::new(Cursor::new(bytes));
+        reader.set_metadata(metadata.clone());
+        reader.finish()
+    });
+    let failure = match decoded {
+        Ok(Ok(df)) if df.height() as u64 == declared || df.width() == 0 => return Ok(df),
+        Ok(Ok(df)) => format!("its metadata declares {declared} rows but {} were decoded; {DAMAGED}", df.height()),
+        Ok(Err(e)) => format!("{e}"),
+        Err(panic) => format!("the decoder failed: {panic}"),
+    };
+    Err(bad(diagnose(bytes, &metadata).unwrap_or_else(|| format!("it cannot be decoded: {failure}; {DAMAGED}"))))
+}
+
+/// The frame every Parquet file has: `PAR1` at both ends and a footer length that fits. Returns
+/// where the column data ends (the footer's first byte).
+fn check_frame(bytes: &[u8]) -> Result<u64, String> {
+    const MAGIC: &[u8] = b"PAR1";
+    let n = bytes.len();
+    if n < 12 {
+        return Err(format!("it is {n} bytes long, too short to be Parquet (at least 12); {DAMAGED}"));
+    }
+    if &bytes[n - 4..] != MAGIC {
+        return Err(format!("it does not end with the Parquet marker PAR1; {DAMAGED} (or it is not Parquet)"));
+    }
+    if &bytes[..4] != MAGIC {
+        return Err(format!("it does not start with the Parquet marker PAR1; {DAMAGED} (or it is not Parquet)"));
+    }
+    let footer = u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]) as u64;
+    if footer + 12 > n as u64 {
+        return Err(format!("its footer length ({footer} bytes) is larger than the file ({n} bytes); {DAMAGED}"));
+    }
+    Ok(n as u64 - 8 - footer)
+}
+
+/// The metadata against the file: the row groups' rows add up to the declared total, and every
+/// column chunk's data lies between the leading marker and the footer (at `data_end`).
+fn check_layout(metadata: &FileMetadata, data_end: u64) -> Result<(), String> {
+    let groups = metadata.row_groups.len();
+    let mut rows: u64 = 0;
+    for (g, group) in metadata.row_groups.iter().enumerate() {
+        rows = rows.saturating_add(group.num_rows() as u64);
+        for chunk in group.parquet_columns() {
+            let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let end = start.checked_add(len);
+            let fits = start >= 4 && len >= 0 && end.is_some_and(|e| e as u64 <= data_end);
+            if !fits {
+                let leaf: Vec<&str> = chunk.descriptor().path_in_schema.iter().map(|p| p.as_str()).collect();
+                return Err(format!(
+                    "column '{}', row group {} of {groups}: the metadata places its data at bytes {start}..{}, \
+                     outside the file's data (bytes 4..{data_end}); {DAMAGED}",
+                    leaf.join("."),
+                    g + 1,
+                    end.map(|e| e.to_string()).unwrap_or_else(|| "(overflow)".into()),
+                ));
+            }
+        }
+    }
+    if rows != metadata.num_rows as u64 {
+        return Err(format!(
+            "its metadata declares {} rows but its {groups} row groups hold {rows}; {DAMAGED}",
+            metadata.num_rows
+        ));
+    }
+    Ok(())
+}
+
+/// After a failed decode: decodes each column alone, then the failing column one row group at a
+/// time, and names the first that fails (`None` when every column decodes alone).
+fn diagnose(bytes: &[u8], metadata: &FileMetadataRef) -> Option<String> {
+    let schema = contained(|| polars::io::parquet::read::infer_schema(metadata)).ok()?.ok()?;
+    let names: Vec<String> = schema.iter_names().map(|n| n.to_string()).collect();
+    let decode = |column: &str, slice: Option<(usize, usize)>| -> Result<(), String> {
+        let result = contained(|| {
+            let mut reader = ParquetReader::new(Cursor::new(bytes));
+            reader.set_metadata(metadata.clone());
+            reader.with_columns(Some(vec![column.to_string()])).with_slice(slice).finish().map(|_| ())
+        });
+        match result {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panic) => Err(format!("the decoder failed: {panic}")),
+        }
+    };
+    let (column, why) = names.iter().find_map(|name| decode(name, None).err().map(|why| (name, why)))?;
+    let groups = metadata.row_groups.len();
+    let mut first = 0usize;
+    for (g, group) in metadata.row_groups.iter().enumerate() {
+        let n = group.num_rows();
+        if n > 0 && decode(column, Some((first, n))).is_err() {
+            return Some(format!(
+                "column '{column}', row group {} of {groups} (rows {}-{}): its data cannot be decoded ({why}); {DAMAGED}",
+                g + 1,
+                first + 1,
+                first + n
+            ));
+        }
+        first += n;
+    }
+    Some(format!("column '{column}': its data cannot be decoded ({why}); {DAMAGED}"))
 }
 
 /// Reads and checks a file without building a snapshot: every problem, or the row count.
 pub fn validate_file(path: &Path) -> Result<usize, LoadError> {
-    validate_file_limited(path, u64::MAX)
+    validate_file_limited(path, InputLimits::default())
 }
 
-/// `validate_file`, refusing a file over `max` bytes.
-pub fn validate_file_limited(path: &Path, max: u64) -> Result<usize, LoadError> {
+/// `validate_file` within `limits` (bytes and declared rows, both checked before decoding).
+pub fn validate_file_limited(path: &Path, limits: InputLimits) -> Result<usize, LoadError> {
     let shown = path.display().to_string();
-    let bytes = read_limited(path, max)?;
-    let raw = read_parquet(&bytes, &shown)?;
-    let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown, problems })?;
+    let bytes = read_limited(path, limits.max_bytes)?;
+    let raw = read_parquet(&bytes, &shown, limits.max_rows)?;
+    drop(bytes);
+    let df = checked(raw, &shown)?;
     Ok(df.height())
+}
+
+/// [`prepare`], contained: a panic on a decoded but damaged export refuses the file.
+fn checked(raw: DataFrame, shown: &str) -> Result<DataFrame, LoadError> {
+    match contained(|| prepare(raw)) {
+        Ok(Ok(df)) => Ok(df),
+        Ok(Err(problems)) => Err(LoadError::Invalid { path: shown.to_string(), problems }),
+        Err(panic) => Err(LoadError::Parquet {
+            path: shown.to_string(),
+            message: format!("its values cannot be checked (the decoder failed: {panic}); {DAMAGED}"),
+        }),
+    }
 }
 
 /// Checks a raw export and returns it with canonical columns (in schema order, extra columns
@@ -179,29 +352,35 @@ fn derive_ids(df: &DataFrame) -> PolarsResult<Vec<Uuid>> {
 /// Loads a complete snapshot from a file: the file is read once, so a concurrent writer can at
 /// worst make this load fail, never mix two versions.
 pub fn load_file(path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
-    load_file_limited(path, views, u64::MAX)
+    load_file_limited(path, views, InputLimits::default())
 }
 
-/// `load_file`, refusing a file over `max` bytes.
-pub fn load_file_limited(path: &Path, views: &Views, max: u64) -> Result<Snapshot, LoadError> {
-    let bytes = read_limited(path, max)?;
+/// `load_file` within `limits` (bytes and declared rows, both checked before decoding).
+pub fn load_file_limited(path: &Path, views: &Views, limits: InputLimits) -> Result<Snapshot, LoadError> {
+    let bytes = read_limited(path, limits.max_bytes)?;
     let version = version_of(&bytes, views);
-    load_owned(bytes, version, path, views)
+    load_owned(bytes, version, path, views, limits.max_rows)
 }
 
-/// Loads a complete snapshot from the bytes of an export.
+/// Loads a complete snapshot from the bytes of an export (the default row limit).
 pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
     let started = Instant::now();
-    let raw = read_parquet(bytes, &path.display().to_string())?;
+    let raw = read_parquet(bytes, &path.display().to_string(), DEFAULT_MAX_ROWS)?;
     build(raw, version_of(bytes, views), path, views, started)
 }
 
 /// Loads a complete snapshot from the bytes of an export whose version is already known,
 /// freeing the bytes as soon as they are parsed (they would otherwise stay alive through the
 /// whole load, at its memory peak).
-pub fn load_owned(bytes: Vec<u8>, version: String, path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
+pub fn load_owned(
+    bytes: Vec<u8>,
+    version: String,
+    path: &Path,
+    views: &Views,
+    max_rows: u64,
+) -> Result<Snapshot, LoadError> {
     let started = Instant::now();
-    let raw = read_parquet(&bytes, &path.display().to_string())?;
+    let raw = read_parquet(&bytes, &path.display().to_string(), max_rows)?;
     drop(bytes);
     build(raw, version, path, views, started)
 }
@@ -212,13 +391,22 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let ms = |since: Instant| since.elapsed().as_millis() as u64;
     let read_ms = ms(started);
     let step = Instant::now();
-    let df = prepare(raw).map_err(|problems| LoadError::Invalid { path: shown.clone(), problems })?;
+    let df = checked(raw, &shown)?;
     let check_ms = ms(step);
     // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
     crate::memory::between_phases();
     let step = Instant::now();
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
-    let view = views.apply(df.lazy()).map_err(|e| views_err(format!("{e:#}")))?;
+    let view = match contained(|| views.apply(df.lazy())) {
+        Ok(applied) => applied.map_err(|e| views_err(format!("{e:#}")))?,
+        // A panic here comes from the file's values (the same views run on every export).
+        Err(panic) => {
+            return Err(LoadError::Parquet {
+                path: shown.clone(),
+                message: format!("the views stopped on its values ({panic}); {DAMAGED}"),
+            })
+        }
+    };
     let views_ms = ms(step);
     // The check's and the views' transient columns are gone; the table build allocates anew.
     crate::memory::between_phases();
@@ -227,10 +415,19 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
         version,
         loaded_at: Utc::now(),
         source: path.to_path_buf(),
+        origin: Origin::Export,
         rows: view.height(),
         views: std::sync::Arc::new(views.clone()),
     };
-    let snapshot = Snapshot::build(view, info).map_err(|e| views_err(e.to_string()))?;
+    let snapshot = match contained(|| Snapshot::build(view, info)) {
+        Ok(built) => built.map_err(|e| views_err(e.to_string()))?,
+        Err(panic) => {
+            return Err(LoadError::Parquet {
+                path: shown.clone(),
+                message: format!("the served table cannot be built from its values ({panic}); {DAMAGED}"),
+            })
+        }
+    };
     tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
     Ok(snapshot)
 }

@@ -3,6 +3,7 @@
 //! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
 //! changes (`reload`).
 
+pub mod contain;
 pub mod diff;
 pub mod formula;
 pub mod load;
@@ -10,6 +11,7 @@ pub mod publish;
 pub mod reload;
 pub mod schema;
 pub mod snapshot;
+pub mod state;
 pub mod store;
 pub mod table;
 pub mod text_index;

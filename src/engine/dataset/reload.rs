@@ -2,12 +2,13 @@
 //! the background, and swap it in only when everything succeeded. A bad export never replaces
 //! the snapshot that is serving.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::load;
-use super::snapshot::Snapshot;
+use super::load::{self, InputLimits, LoadError};
+use super::snapshot::{Origin, Snapshot};
+use super::state::StateDir;
 use super::store::{ReloadResult, Store};
 use super::views::{CostConfig, Views};
 
@@ -55,9 +56,68 @@ pub struct Reloader {
     cost: CostConfig,
     store: Arc<Store>,
     warm: Warm,
-    max_bytes: u64,
+    limits: InputLimits,
+    state: Option<StateDir>,
     /// The file as it was when the reloader was made (before the first load read it).
     seen: Option<Stamp>,
+}
+
+/// Reads and checks the export at `data` and builds its snapshot, unless `serving` is already its
+/// version (`Ok(None)`). With a state folder, an accepted export is kept there before it is
+/// returned (a failure to keep it is logged; the dataset still serves).
+pub fn load_export(
+    data: &Path,
+    views: &Views,
+    limits: InputLimits,
+    state: Option<&StateDir>,
+    serving: Option<&str>,
+) -> Result<Option<Snapshot>, LoadError> {
+    let bytes = load::read_limited(data, limits.max_bytes)?;
+    let digest = load::export_digest(&bytes);
+    let version = load::version_from(&digest, views);
+    if serving == Some(version.as_str()) {
+        return Ok(None);
+    }
+    let staged = state.and_then(|s| {
+        s.stage(&bytes, digest).unwrap_or_else(|e| {
+            tracing::error!(state_dir = %s.path().display(), "cannot keep the export in the state folder: {e}");
+            None
+        })
+    });
+    let loaded = load::load_owned(bytes, version.clone(), data, views, limits.max_rows);
+    if let Some(s) = state {
+        match &loaded {
+            Ok(_) => {
+                let source = data.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                match s.commit(staged, digest, &version, views, &source) {
+                    Ok(()) => {
+                        tracing::info!(%version, state_dir = %s.path().display(), "dataset kept in the state folder")
+                    }
+                    Err(e) => tracing::error!(
+                        state_dir = %s.path().display(),
+                        "cannot keep the dataset in the state folder (the previous kept one stays): {e}"
+                    ),
+                }
+            }
+            Err(_) => {
+                if let Some(staged) = staged {
+                    s.discard(staged);
+                }
+            }
+        }
+    }
+    loaded.map(Some)
+}
+
+/// The dataset kept in the state folder, checked and loaded; `Ok(None)` when nothing is kept.
+pub fn load_kept(state: &StateDir, limits: InputLimits) -> Result<Option<Snapshot>, String> {
+    let Some(kept) = state.read(limits.max_bytes)? else { return Ok(None) };
+    let path = kept.path.clone();
+    let mut snapshot = load::load_owned(kept.bytes, kept.version, &path, &kept.views, limits.max_rows)
+        .map_err(|e| format!("the kept dataset is refused: {e}"))?;
+    snapshot.info.origin = Origin::State;
+    snapshot.info.source = PathBuf::from(kept.source);
+    Ok(Some(snapshot))
 }
 
 /// A refusal reason as `/readyz` may show it: the data file named without its folder.
@@ -101,12 +161,18 @@ impl Reloader {
     /// Watches `data` from now on: make it before the first load reads the file.
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
         let seen = stamp(&data);
-        Reloader { data, queries, cost, store, warm, max_bytes: u64::MAX, seen }
+        Reloader { data, queries, cost, store, warm, limits: InputLimits::default(), state: None, seen }
     }
 
-    /// Refuses exports over `max` bytes.
-    pub fn with_max_bytes(mut self, max: u64) -> Reloader {
-        self.max_bytes = max;
+    /// Refuses exports over `limits` (bytes, declared rows).
+    pub fn with_limits(mut self, limits: InputLimits) -> Reloader {
+        self.limits = limits;
+        self
+    }
+
+    /// Keeps every accepted export in `state` (see [`super::state`]).
+    pub fn with_state(mut self, state: Option<StateDir>) -> Reloader {
+        self.state = state;
         self
     }
 
@@ -170,21 +236,23 @@ impl Reloader {
         let queries = self.queries.clone();
         let cost = self.cost.clone();
         let warm = self.warm;
-        let max_bytes = self.max_bytes;
-        let current = self.store.current().map(|s| s.info.version.clone());
+        let limits = self.limits;
+        let state = self.state.clone();
+        // A dataset served from the state folder is replaced even by the same export (it is then
+        // served from the export again).
+        let current = self.store.current().filter(|s| s.info.origin == Origin::Export).map(|s| s.info.version.clone());
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
             let _yields = crate::priority::serving_yields();
-            let bytes = load::read_limited(&data, max_bytes).map_err(|e| e.to_string())?;
             // The views are read on every reload, so edited formulas apply even when the export
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
-            let version = load::version_of(&bytes, &views);
-            if current.as_deref() == Some(version.as_str()) {
-                return Ok(None);
-            }
-            let snapshot = load::load_owned(bytes, version, &data, &views).map_err(|e| e.to_string())?;
+            let loaded = load_export(&data, &views, limits, state.as_ref(), current.as_deref());
+            let snapshot = match loaded.map_err(|e| e.to_string())? {
+                Some(s) => s,
+                None => return Ok(None),
+            };
             let started = std::time::Instant::now();
             warm(&snapshot);
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "dataset-only answers computed");
@@ -194,7 +262,10 @@ impl Reloader {
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
         let (done, result) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
-            let _ = done.send(crate::memory::during_reload(work));
+            let result = crate::memory::during_reload(|| {
+                super::contain::contained(work).unwrap_or_else(|panic| Err(format!("the reload stopped: {panic}")))
+            });
+            let _ = done.send(result);
         });
         let outcome = match spawned {
             Ok(_) => result.await.map_err(|_| "the reload thread stopped before finishing".to_string()),

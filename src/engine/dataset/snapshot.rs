@@ -15,9 +15,21 @@ pub struct DatasetInfo {
     pub version: String,
     pub loaded_at: DateTime<Utc>,
     pub source: PathBuf,
+    /// Whether it was read from the export or from the copy kept in the state folder.
+    pub origin: Origin,
     pub rows: usize,
     /// The views (and so the cost configuration) this snapshot was computed with.
     pub views: std::sync::Arc<super::views::Views>,
+}
+
+/// Where a served dataset was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The export at `--data`.
+    Export,
+    /// The copy of the last accepted export kept in `--state-dir` (the export at `--data` was
+    /// missing or refused when the service started).
+    State,
 }
 
 /// An immutable loaded dataset.

@@ -29,7 +29,7 @@ pub const DERIVED_COLUMNS: &[&str] = &[
 ];
 
 /// Server-side inputs of the annual cost estimate (API-CONTRACT §2).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CostConfig {
     pub km_ano: f64,
     pub preco_gasolina: f64,
@@ -78,6 +78,9 @@ pub struct Views {
     /// Each file's text without comments, before the cost placeholders are replaced: the same
     /// views with another cost configuration (see [`Views::with_cost`]).
     templates: Vec<(PathBuf, String)>,
+    /// Each file's name and text as read: what the state folder keeps to serve the same views
+    /// after a restart (see `state`).
+    pub sources: Vec<(String, String)>,
 }
 
 impl Views {
@@ -92,12 +95,28 @@ impl Views {
         if files.is_empty() {
             bail!("the queries folder {} has no .sql file", dir.display());
         }
-        let mut templates = Vec::new();
-        let mut hasher = Sha256::new();
-        hasher.update(format!("{cost:?}").as_bytes());
+        let mut sources = Vec::with_capacity(files.len());
         for file in files {
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            sources.push((file, name, text));
+        }
+        Ok(Views::compile_sources(sources, cost))
+    }
+
+    /// The views of files already read (name and text, in run order), e.g. as the state folder
+    /// kept them: the same digest as [`Views::read`] of a folder holding those files.
+    pub fn from_sources(sources: &[(String, String)], cost: &CostConfig) -> Views {
+        let sources = sources.iter().map(|(name, text)| (PathBuf::from(name), name.clone(), text.clone())).collect();
+        Views::compile_sources(sources, cost)
+    }
+
+    fn compile_sources(files: Vec<(PathBuf, String, String)>, cost: &CostConfig) -> Views {
+        let mut templates = Vec::new();
+        let mut kept = Vec::with_capacity(files.len());
+        let mut hasher = Sha256::new();
+        hasher.update(format!("{cost:?}").as_bytes());
+        for (file, name, text) in files {
             for part in [name.as_bytes(), b"\0", text.as_bytes(), b"\0"] {
                 hasher.update(part);
             }
@@ -107,9 +126,10 @@ impl Views {
                 sql = sql.replace(key, &value);
             }
             templates.push((file, sql));
+            kept.push((name, text));
         }
         let statements = compile(&templates, cost);
-        Ok(Views { statements, digest: hasher.finalize().into(), cost: cost.clone(), templates })
+        Views { statements, digest: hasher.finalize().into(), cost: cost.clone(), templates, sources: kept }
     }
 
     /// The same views with another cost configuration (a driving profile of one request): only
@@ -121,6 +141,7 @@ impl Views {
             digest: self.digest,
             cost: cost.clone(),
             templates: self.templates.clone(),
+            sources: self.sources.clone(),
         }
     }
 

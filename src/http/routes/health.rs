@@ -8,6 +8,7 @@ use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use crate::engine::snapshot::Origin;
 use crate::engine::store::{ReloadResult, Store};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::AppState;
@@ -42,7 +43,8 @@ pub struct Readiness {
     pub status: &'static str,
     pub dataset: DatasetStatus,
     /// The last load attempt (at start-up or a reload); a refused reload leaves the previous
-    /// dataset serving.
+    /// dataset serving. `result` = `refused` with a 200 means a dataset is serving while the
+    /// export at `--data` is refused: `reason` names the file and what is wrong with it.
     pub last_reload: Option<LastReload>,
 }
 
@@ -66,7 +68,9 @@ pub struct LastReload {
     /// `ok` (a dataset is serving, new or unchanged) or `refused`.
     #[schema(example = "ok")]
     pub result: LoadResult,
-    /// Why the export was refused (file named without its folder); null when accepted.
+    /// Why the export was refused (file named without its folder): the column or part of the
+    /// file at fault and the rule it breaks (undecodable pages, a footer that lies about sizes,
+    /// more rows than `--max-rows`, a schema problem...); null when accepted.
     pub reason: Option<String>,
 }
 
@@ -102,6 +106,19 @@ pub struct DatasetStatus {
     /// Name of the catalog file it was read from (no directory: this endpoint is public).
     #[schema(example = "catalog.parquet")]
     pub source: String,
+    /// `export`: read from the export at `--data`; `state`: the copy of the last accepted export
+    /// kept in `--state-dir`, served because the export was missing or refused when the service
+    /// started (`last_reload` says why). It keeps its own version and ETags.
+    #[schema(example = "export")]
+    pub origin: DatasetOrigin,
+}
+
+/// Where the served dataset was read from.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DatasetOrigin {
+    Export,
+    State,
 }
 
 /// Liveness: the process is up.
@@ -137,6 +154,10 @@ async fn readyz(State(state): State<AppState>) -> Response {
                     rows: s.info.rows,
                     loaded_at: s.info.loaded_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                     source: s.info.source.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                    origin: match s.info.origin {
+                        Origin::Export => DatasetOrigin::Export,
+                        Origin::State => DatasetOrigin::State,
+                    },
                 },
                 last_reload: last_reload(state.store()),
             }),
