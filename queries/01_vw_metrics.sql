@@ -7,8 +7,8 @@
 -- published: every formula (autonomia, cost, and the eco score in 02_vw_eco_score.sql) reads the
 -- unrounded inputs. ROUND_PUBLISHED(value, decimals) is the service's one rounding rule: half to
 -- even, the tie decided on the decimal value (2.135 -> 2.14, 0.125 -> 0.12).
--- {{km_ano}} and {{preco_*}} are replaced by the server's cost configuration, {{casas_metricas}}
--- by the decimals of published metrics (src/engine/dataset/formula.rs).
+-- {{km_ano}} and {{preco_*}} are replaced by the server's cost configuration; {{casas.metricas}}
+-- (the decimals of published metrics) comes from parametros.toml, beside this file.
 
 CREATE TABLE vw_metrics AS
 WITH base AS (
@@ -39,14 +39,14 @@ custo AS (
 )
 SELECT
     *,
-    ROUND_PUBLISHED(efic_raw, {{casas_metricas}}) AS eficiencia_media_referencia,
-    ROUND_PUBLISHED(consumo_energetico_mj_km, {{casas_metricas}}) AS consumo_referencia,
-    ROUND_PUBLISHED(co2_fossil_g_km, {{casas_metricas}}) AS co2_referencia_g_km,
+    ROUND_PUBLISHED(efic_raw, {{casas.metricas}}) AS eficiencia_media_referencia,
+    ROUND_PUBLISHED(consumo_energetico_mj_km, {{casas.metricas}}) AS consumo_referencia,
+    ROUND_PUBLISHED(co2_fossil_g_km, {{casas.metricas}}) AS co2_referencia_g_km,
     ROUND_PUBLISHED(
         CASE
             WHEN combustivel_fold = 'eletrico' THEN autonomia_eletrica_km
             ELSE tanque_l * efic_raw + COALESCE(autonomia_eletrica_km, 0.0)
-        END, {{casas_metricas}}) AS autonomia_km,
+        END, {{casas.metricas}}) AS autonomia_km,
     ROUND_PUBLISHED(
         CASE combustivel_fold
             -- MJ/km to kWh/km: divide by 3.6
@@ -60,5 +60,5 @@ SELECT
             WHEN 'etanol' THEN litros_ano * {{preco_etanol}}
             WHEN 'diesel' THEN litros_ano * {{preco_diesel}}
             WHEN 'gnv' THEN litros_ano * {{preco_gnv}}
-        END, {{casas_metricas}}) AS custo_anual_estimado
+        END, {{casas.metricas}}) AS custo_anual_estimado
 FROM custo;

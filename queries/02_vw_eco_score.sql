@@ -7,10 +7,11 @@
 --
 -- Each index is clamped to 0-100 with CASE, never GREATEST/LEAST: those skip nulls and would
 -- turn a missing index into 0 instead of leaving it out of the weighted mean.
--- Weights 0.45 (energy), 0.35 (CO2), 0.20 (pollutants), renormalised over the indices present;
--- no score when both the energy and the CO2 index are missing. The weights, index bounds,
--- pollutant limits, bands and decimals are {{placeholders}} filled from
--- src/engine/dataset/formula.rs, the constants GET /methodology publishes.
+-- Weights (parametros.toml [eco_score]: 0.45 energy, 0.35 CO2, 0.20 pollutants as shipped),
+-- renormalised over the indices present; no score when both the energy and the CO2 index are
+-- missing. The weights, index bounds, pollutant limits, bands and decimals are
+-- {{section.key}} placeholders filled from parametros.toml beside this file: edit the numbers
+-- there, and GET /methodology, the report and diff follow.
 --
 -- Three statements: ROUND_PUBLISHED is a function the service registers, and Polars SQL sees such
 -- functions in a statement's final SELECT but not inside its WITH clauses.
@@ -19,9 +20,9 @@ CREATE TABLE vw_eco_score_raw AS
 WITH raw AS (
     SELECT
         *,
-        100.0 * ({{energia_zero_mj_km}} - consumo_energetico_mj_km) / {{energia_escala_mj_km}} AS energia_raw,
-        100.0 * ({{co2_zero_g_km}} - co2_fossil_g_km) / {{co2_zero_g_km}} AS co2_raw,
-        100.0 * (1.0 - (nmhc_g_km / {{limite_nmhc_g_km}} + co_g_km / {{limite_co_g_km}} + nox_g_km / {{limite_nox_g_km}}) / 3.0) AS poluentes_raw
+        100.0 * ({{indice_energia.zero_mj_km}} - consumo_energetico_mj_km) / {{indice_energia.escala_mj_km}} AS energia_raw,
+        100.0 * ({{indice_co2.zero_g_km}} - co2_fossil_g_km) / {{indice_co2.zero_g_km}} AS co2_raw,
+        100.0 * (1.0 - (nmhc_g_km / {{limites_poluentes.nmhc_g_km}} + co_g_km / {{limites_poluentes.co_g_km}} + nox_g_km / {{limites_poluentes.nox_g_km}}) / 3.0) AS poluentes_raw
     FROM vw_metrics
 ),
 indices AS (
@@ -39,18 +40,18 @@ SELECT
     *,
     CASE
         WHEN indice_energia IS NULL AND indice_co2 IS NULL THEN NULL
-        ELSE ({{peso_energia}} * COALESCE(indice_energia, 0.0)
-              + {{peso_co2}} * COALESCE(indice_co2, 0.0)
-              + {{peso_poluentes}} * COALESCE(indice_poluentes, 0.0))
-             / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE {{peso_energia}} END
-                + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE {{peso_co2}} END
-                + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE {{peso_poluentes}} END)
+        ELSE ({{eco_score.peso_energia}} * COALESCE(indice_energia, 0.0)
+              + {{eco_score.peso_co2}} * COALESCE(indice_co2, 0.0)
+              + {{eco_score.peso_poluentes}} * COALESCE(indice_poluentes, 0.0))
+             / (CASE WHEN indice_energia IS NULL THEN 0.0 ELSE {{eco_score.peso_energia}} END
+                + CASE WHEN indice_co2 IS NULL THEN 0.0 ELSE {{eco_score.peso_co2}} END
+                + CASE WHEN indice_poluentes IS NULL THEN 0.0 ELSE {{eco_score.peso_poluentes}} END)
     END AS eco_score_raw
 FROM indices;
 
 -- The published score: the only rounding of the score, one decimal.
 CREATE TABLE vw_eco_score_published AS
-SELECT *, ROUND_PUBLISHED(eco_score_raw, {{casas_eco_score}}) AS eco_score
+SELECT *, ROUND_PUBLISHED(eco_score_raw, {{casas.eco_score}}) AS eco_score
 FROM vw_eco_score_raw;
 
 -- The band of the published score.
@@ -59,9 +60,9 @@ SELECT
     *,
     CASE
         WHEN eco_score IS NULL THEN NULL
-        WHEN eco_score <= {{faixa_baixo_max}} THEN 'Baixo'
-        WHEN eco_score <= {{faixa_regular_max}} THEN 'Regular'
-        WHEN eco_score <= {{faixa_bom_max}} THEN 'Bom'
+        WHEN eco_score <= {{faixas.baixo_ate}} THEN 'Baixo'
+        WHEN eco_score <= {{faixas.regular_ate}} THEN 'Regular'
+        WHEN eco_score <= {{faixas.bom_ate}} THEN 'Bom'
         ELSE 'Excelente'
     END AS eco_faixa
 FROM vw_eco_score_published;

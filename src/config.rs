@@ -230,6 +230,10 @@ pub struct ValidateArgs {
     /// Parquet export to check.
     #[arg(env = "ECO_VALIDATE_FILE")]
     pub file: PathBuf,
+    /// Also check the views of this folder: its `parametros.toml` (the formula constants) and
+    /// its SQL, run over the export with the default cost configuration, as a reload would.
+    #[arg(long)]
+    pub queries: Option<PathBuf>,
     /// Largest file accepted, in bytes (as `serve --max-data-bytes`).
     #[arg(long, env = "ECO_MAX_DATA_BYTES", default_value_t = DEFAULT_MAX_DATA_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_data_bytes: u64,

@@ -74,6 +74,31 @@ fn generate_cmd(args: GenerateArgs) -> anyhow::Result<()> {
 }
 
 fn validate_cmd(args: ValidateArgs) -> ExitCode {
+    if let Some(queries) = &args.queries {
+        let views = match Views::read(queries, &eco_insights::engine::views::CostConfig::default()) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        };
+        return match load::load_file_limited(&args.file, &views, args.input_limits()) {
+            Ok(s) => {
+                println!(
+                    "{}: valid ({} rows; the views of {} computed, dataset version {})",
+                    args.file.display(),
+                    s.info.rows,
+                    queries.display(),
+                    s.info.version
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match load::validate_file_limited(&args.file, args.input_limits()) {
         Ok(rows) => {
             println!("{}: valid ({rows} rows)", args.file.display());

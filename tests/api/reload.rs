@@ -275,7 +275,7 @@ fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
     let file = queries.join("02_vw_eco_score.sql");
     let sql = std::fs::read_to_string(&file).unwrap();
     let edited = sql.replace(
-        "100.0 * ({{co2_zero_g_km}} - co2_fossil_g_km) / {{co2_zero_g_km}}",
+        "100.0 * ({{indice_co2.zero_g_km}} - co2_fossil_g_km) / {{indice_co2.zero_g_km}}",
         "100.0 * (300.0 - co2_fossil_g_km) / 300.0",
     );
     assert_ne!(edited, sql, "the view has the CO2 formula this test edits");
@@ -289,6 +289,72 @@ fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
     assert_eq!(after.status, 200, "the edited view changes the version and every tag");
     assert_eq!(after.json()["data"]["data"]["eco_score"], 66.7);
     assert_eq!(after.header("x-dataset-version"), Some(v2.as_str()));
+}
+
+/// An analyst edits a weight in `queries/parametros.toml` and sends SIGHUP: `/methodology`, the
+/// eco scores and the version change together. A broken edit is refused with the key named, and
+/// the previous dataset keeps serving.
+#[test]
+fn an_edited_parameter_changes_methodology_scores_and_version_together() {
+    let dir = temp_dir("reload-params");
+    let queries = dir.join("queries");
+    std::fs::create_dir_all(&queries).unwrap();
+    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
+    }
+    let data = dir.join("catalog.parquet");
+    // Energy index 100 × (3 − 1.5) / 2.7 = 55.555…; CO2 index 100 × (250 − 100) / 250 = 60;
+    // pollutants 100 × (1 − (0.01/0.05 + 0.2/1.3 + 0.01/0.08) / 3) = 84.038…
+    let only = Row::new(1, "Fiat", "Uno", 2020, "Compacto", "Gasolina");
+    write_rows(&[only], &data);
+    let (energia, co2, poluentes) = (100.0 * 1.5 / 2.7, 60.0, 100.0 * (1.0 - (0.2 + 0.2 / 1.3 + 0.125) / 3.0));
+    let score = |pe: f64, pc: f64, pp: f64| round(pe * energia + pc * co2 + pp * poluentes, 1);
+    let q = queries.to_str().unwrap();
+    let app = TestApp::serve(&dir, &data, &["--queries", q, "--reload-interval-ms", "3600000"]);
+    let v1 = version(&app);
+    let path = format!("/vehicles/{}/eco-score", uid(1));
+    assert_eq!(app.data(&path)["eco_score"], score(0.45, 0.35, 0.20));
+    let pesos = |app: &TestApp| app.data("/methodology")["eco_score"]["pesos"].clone();
+    assert_eq!(pesos(&app), serde_json::json!({"energia": 0.45, "co2": 0.35, "poluentes": 0.20}));
+
+    let file = queries.join("parametros.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = text.replacen("peso_energia = 0.45", "peso_energia = 0.55", 1).replacen(
+        "peso_poluentes = 0.20",
+        "peso_poluentes = 0.10",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&file, &edited).unwrap();
+    let hup = || {
+        let status = std::process::Command::new("kill").arg("-HUP").arg(app.pid().to_string()).status().unwrap();
+        assert!(status.success());
+    };
+    hup();
+    let v2 = wait_for_new_version(&app, &v1);
+    let answer = app.get_req(&path).send();
+    assert_eq!(answer.header("x-dataset-version"), Some(v2.as_str()));
+    assert_eq!(answer.json()["data"]["data"]["eco_score"], score(0.55, 0.35, 0.10));
+    assert_ne!(score(0.55, 0.35, 0.10), score(0.45, 0.35, 0.20), "the edit changes the score");
+    assert_eq!(pesos(&app), serde_json::json!({"energia": 0.55, "co2": 0.35, "poluentes": 0.10}));
+    let methodology = app.get_req("/methodology").send();
+    assert_eq!(methodology.header("x-dataset-version"), Some(v2.as_str()));
+
+    // Weights that do not sum to 1: refused with the key named; v2 keeps serving.
+    std::fs::write(&file, edited.replacen("peso_co2 = 0.35", "peso_co2 = 0.45", 1)).unwrap();
+    hup();
+    wait_for_log(&app, "eco_score.peso_energia + peso_co2 + peso_poluentes must sum to 1");
+    let (_, ready) = into_json(app.raw("GET", "/readyz").send());
+    assert_eq!(ready["last_reload"]["result"], "refused", "{ready}");
+    assert!(ready["last_reload"]["reason"].as_str().unwrap().contains("parametros.toml"), "{ready}");
+    assert_eq!(version(&app), v2);
+    assert_eq!(app.data(&path)["eco_score"], score(0.55, 0.35, 0.10));
+    // A value of the wrong type: refused, the key named.
+    std::fs::write(&file, edited.replacen("zero_g_km = 250.0", "zero_g_km = \"250\"", 1)).unwrap();
+    hup();
+    wait_for_log(&app, "zero_g_km");
+    assert_eq!(version(&app), v2);
 }
 
 #[test]

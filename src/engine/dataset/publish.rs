@@ -69,10 +69,10 @@ pub fn published(e: Expr, decimals: u32) -> Expr {
         .map(move |c| round_column(&c, decimals), |_, field| Ok(Field::new(field.name().clone(), DataType::Float64)))
 }
 
-/// The mean of a published value, nulls ignored, published at 2 decimals (null when there is no
-/// value): every average the API serves.
-pub fn published_mean(e: Expr) -> Expr {
-    published(e.cast(DataType::Float64).mean(), 2)
+/// The mean of a published value, nulls ignored, published at `decimals` (`[casas] metricas`:
+/// 2 as shipped; null when there is no value): every average the API serves.
+pub fn published_mean(e: Expr, decimals: u32) -> Expr {
+    published(e.cast(DataType::Float64).mean(), decimals)
 }
 
 fn round_column(c: &Column, decimals: u32) -> PolarsResult<Column> {
@@ -187,7 +187,7 @@ mod tests {
         let out = g
             .lazy()
             .group_by([col("k")])
-            .agg([published_mean(col("v")).alias("m")])
+            .agg([published_mean(col("v"), 2).alias("m")])
             .sort(["k"], Default::default())
             .collect()
             .unwrap();

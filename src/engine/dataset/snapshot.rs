@@ -50,6 +50,7 @@ impl std::ops::Deref for Snapshot {
 impl Snapshot {
     /// Builds a snapshot from the collected final view (see `load`).
     pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
-        Ok(Snapshot { info, table: Table::build(view)? })
+        let casas = info.views.params.casas;
+        Ok(Snapshot { info, table: Table::build(view, casas)? })
     }
 }

@@ -249,7 +249,8 @@ impl StateDir {
                 path.display()
             ));
         }
-        let views = Views::from_sources(&m.queries, &m.cost);
+        let views = Views::from_sources(&m.queries, &m.cost)
+            .map_err(|e| format!("the views kept in {MANIFEST} cannot be used: {e:#}"))?;
         let version = load::version_from(&digest, &views);
         if version != m.version {
             return Err(format!(
@@ -266,10 +267,12 @@ mod tests {
     use super::*;
 
     fn views() -> Views {
-        Views::from_sources(
-            &[("01.sql".into(), "CREATE TABLE vw_eco_score AS SELECT * FROM catalog".into())],
-            &CostConfig::default(),
-        )
+        let params = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/queries/parametros.toml")).unwrap();
+        let sources = [
+            ("parametros.toml".to_string(), params),
+            ("01.sql".to_string(), "CREATE TABLE vw_eco_score AS SELECT * FROM catalog".to_string()),
+        ];
+        Views::from_sources(&sources, &CostConfig::default()).unwrap()
     }
 
     #[test]

@@ -11,6 +11,7 @@ use polars::prelude::*;
 use rayon::slice::ParallelSliceMut;
 use uuid::Uuid;
 
+use super::formula::Casas;
 use super::publish::round_published;
 use super::schema::{dictionary_dtype, ID};
 pub use super::schema::{ID_RANK, ROW};
@@ -98,6 +99,9 @@ pub struct Table {
     orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()],
     /// Answers that depend only on the dataset, computed on first use.
     memo: RwLock<HashMap<&'static str, Arc<Memo>>>,
+    /// Decimals of published values (`parametros.toml` `[casas]`): averages and percentiles
+    /// computed here are rounded with them.
+    pub casas: Casas,
 }
 
 impl Table {
@@ -260,7 +264,7 @@ impl Table {
     }
 
     /// Builds the table from the collected final view of the SQL views (its served columns).
-    pub fn build(view: DataFrame) -> PolarsResult<Table> {
+    pub fn build(view: DataFrame, casas: Casas) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
         let mut frame = view;
@@ -293,13 +297,13 @@ impl Table {
         let index = TextIndex::build(&frame, &identity)?;
         drop(identity);
         tracing::debug!(ms = ms(t), "text index");
-        let eco_order = positions(&mut frame, &index)?;
+        let eco_order = positions(&mut frame, &index, casas.eco_score)?;
         tracing::debug!(ms = ms(t), "positions");
         let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
         let cols = Cols::new(&frame)?;
         let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
         let _ = orders[0][1].set(Ok(eco_order));
-        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: RwLock::default() })
+        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: RwLock::default(), casas })
     }
 }
 
@@ -389,7 +393,7 @@ fn rank_ids(ids: &[Uuid]) -> (Vec<u32>, Vec<u32>) {
 /// share the lowest position) overall, within the categoria and within the combustivel_tipo, and
 /// the percentile 100 × (N − global) / (N − 1) (100 when N = 1). One pass over the rows ordered
 /// by score; that order (score descending, id ascending) is returned for reuse.
-fn positions(frame: &mut DataFrame, index: &TextIndex) -> PolarsResult<Vec<u32>> {
+fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> PolarsResult<Vec<u32>> {
     let n = frame.height();
     let scores: Vec<Option<f64>> = frame.column("eco_score")?.cast(&DataType::Float64)?.f64()?.iter().collect();
     let id_rank: Vec<u32> = frame.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
@@ -437,7 +441,7 @@ fn positions(frame: &mut DataFrame, index: &TextIndex) -> PolarsResult<Vec<u32>>
         percentil[r as usize] = Some(if scored == 1 {
             100.0
         } else {
-            round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), 1)
+            round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), casas_eco_score)
         });
     }
     let categoria = group("categoria")?;
@@ -695,7 +699,7 @@ mod tests {
             df.with_column(Column::new(name.into(), vec![value; 5])).unwrap();
         }
         let index = TextIndex::build(&df, &[0, 1, 2, 3, 4]).unwrap();
-        let order = positions(&mut df, &index).unwrap();
+        let order = positions(&mut df, &index, 1).unwrap();
         assert_eq!(order, [1, 3, 0, 4], "score descending, then id");
         let read = |name: &str| -> Vec<Option<u32>> { df.column(name).unwrap().u32().unwrap().iter().collect() };
         assert_eq!(read("posicao_global"), [Some(2), Some(1), None, Some(2), Some(4)]);

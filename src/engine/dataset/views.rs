@@ -3,7 +3,9 @@
 //! Every `*.sql` file in the folder runs in file-name order, one statement per `;`. Each
 //! statement is normally `CREATE TABLE <view> AS SELECT ...`; the table `catalog` holds the
 //! validated input, and the service serves the table named [`FINAL_VIEW`]. Placeholders such as
-//! `{{km_ano}}` are replaced by the server's cost configuration before the SQL runs.
+//! `{{eco_score.peso_energia}}` are replaced by the formula constants of `parametros.toml` in the
+//! same folder (see `formula`), and `{{km_ano}}` and `{{preco_*}}` by the server's cost
+//! configuration, before the SQL runs.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +14,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use sha2::{Digest, Sha256};
 
+use super::formula::Parametros;
 use super::schema::{COLUMNS, ID};
 
 /// The view whose rows the service serves; also the `source` of every eco score.
@@ -81,6 +84,8 @@ pub struct Views {
     /// Each file's name and text as read: what the state folder keeps to serve the same views
     /// after a restart (see `state`).
     pub sources: Vec<(String, String)>,
+    /// The formula constants of `parametros.toml`, checked.
+    pub params: Parametros,
 }
 
 impl Views {
@@ -95,41 +100,65 @@ impl Views {
         if files.is_empty() {
             bail!("the queries folder {} has no .sql file", dir.display());
         }
-        let mut sources = Vec::with_capacity(files.len());
+        let mut sources = Vec::with_capacity(files.len() + 1);
+        let parameters = dir.join(super::formula::FILE);
+        let text = std::fs::read_to_string(&parameters)
+            .with_context(|| format!("cannot read the formula parameters {}", parameters.display()))?;
+        sources.push((parameters, super::formula::FILE.to_string(), text));
         for file in files {
             let text = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
             let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
             sources.push((file, name, text));
         }
-        Ok(Views::compile_sources(sources, cost))
+        Views::compile_sources(sources, cost)
     }
 
-    /// The views of files already read (name and text, in run order), e.g. as the state folder
-    /// kept them: the same digest as [`Views::read`] of a folder holding those files.
-    pub fn from_sources(sources: &[(String, String)], cost: &CostConfig) -> Views {
+    /// The views of files already read (name and text: the parameters file, then the SQL files
+    /// in run order), e.g. as the state folder kept them: the same digest as [`Views::read`] of a
+    /// folder holding those files.
+    pub fn from_sources(sources: &[(String, String)], cost: &CostConfig) -> Result<Views> {
         let sources = sources.iter().map(|(name, text)| (PathBuf::from(name), name.clone(), text.clone())).collect();
         Views::compile_sources(sources, cost)
     }
 
-    fn compile_sources(files: Vec<(PathBuf, String, String)>, cost: &CostConfig) -> Views {
+    fn compile_sources(files: Vec<(PathBuf, String, String)>, cost: &CostConfig) -> Result<Views> {
         let mut templates = Vec::new();
         let mut kept = Vec::with_capacity(files.len());
         let mut hasher = Sha256::new();
         hasher.update(format!("{cost:?}").as_bytes());
-        for (file, name, text) in files {
+        let mut params = None;
+        for (_, name, text) in &files {
             for part in [name.as_bytes(), b"\0", text.as_bytes(), b"\0"] {
                 hasher.update(part);
             }
-            // The formula constants are the code's (formula.rs), the same in every version.
+            if name == super::formula::FILE {
+                params = Some(Parametros::parse(text).map_err(anyhow::Error::msg)?);
+            }
+        }
+        let Some(params) = params else { bail!("no {} among the views' files", super::formula::FILE) };
+        let placeholders = params.placeholders();
+        for (file, name, text) in files {
+            kept.push((name.clone(), text.clone()));
+            if name == super::formula::FILE {
+                continue;
+            }
             let mut sql = strip_comments(&text);
-            for (key, value) in super::formula::placeholders() {
-                sql = sql.replace(key, &value);
+            for (key, value) in &placeholders {
+                sql = sql.replace(key.as_str(), value);
+            }
+            if let Some(unknown) = unknown_placeholder(&sql) {
+                bail!(
+                    "{name}: the placeholder {unknown} is neither a key of {} nor a cost input",
+                    super::formula::FILE
+                );
             }
             templates.push((file, sql));
-            kept.push((name, text));
+        }
+        if templates.is_empty() {
+            bail!("the views have no .sql file");
         }
         let statements = compile(&templates, cost);
-        Views { statements, digest: hasher.finalize().into(), cost: cost.clone(), templates, sources: kept }
+        Ok(Views { statements, digest: hasher.finalize().into(), cost: cost.clone(), params, templates, sources: kept })
     }
 
     /// The same views with another cost configuration (a driving profile of one request): only
@@ -142,6 +171,7 @@ impl Views {
             cost: cost.clone(),
             templates: self.templates.clone(),
             sources: self.sources.clone(),
+            params: self.params,
         }
     }
 
@@ -204,6 +234,22 @@ fn sql_number(value: f64) -> String {
     }
 }
 
+/// A `{{name}}` left in a view's text once the formula constants are in: unknown unless it is
+/// one of the cost inputs (replaced per cost configuration).
+fn unknown_placeholder(sql: &str) -> Option<String> {
+    let cost: Vec<&str> = CostConfig::default().placeholders().iter().map(|(k, _)| *k).collect();
+    let mut rest = sql;
+    while let Some(start) = rest.find("{{") {
+        let end = rest[start..].find("}}").map(|e| start + e + 2).unwrap_or(rest.len());
+        let name = &rest[start..end];
+        if !cost.contains(&name) {
+            return Some(name.to_string());
+        }
+        rest = &rest[end..];
+    }
+    None
+}
+
 fn strip_comments(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("--") {
@@ -240,6 +286,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("eco-views-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("01.sql"), "CREATE TABLE vw_eco_score AS SELECT {{km_ano}} AS k FROM catalog;")
+            .unwrap();
+        std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/queries/parametros.toml"), dir.join("parametros.toml"))
             .unwrap();
         let v = Views::read(&dir, &CostConfig::default()).unwrap();
         assert_eq!(v.statements.len(), 1);

@@ -61,10 +61,6 @@ impl Comparison {
     }
 }
 
-fn round1(x: f64) -> f64 {
-    crate::engine::dataset::publish::round_published(x, 1)
-}
-
 /// Compares the vehicles of `ids` (request order); unknown ids are reported, not fatal.
 pub fn compare(snapshot: &Table, ids: &[Uuid]) -> Comparison {
     let mut found: Vec<Vehicle> = Vec::new();
@@ -77,7 +73,7 @@ pub fn compare(snapshot: &Table, ids: &[Uuid]) -> Comparison {
             None => {}
         }
     }
-    compare_vehicles(found, missing)
+    compare_vehicles(found, missing, snapshot.casas.eco_score)
 }
 
 /// The vehicles sharing the best value of `criterion` (empty when none has a value).
@@ -108,14 +104,15 @@ fn normalised(found: &[&Vehicle], v: &Vehicle, criterion: Criterion) -> f64 {
 }
 
 /// The comparison of vehicles already looked up (request order, no duplicates).
-pub fn compare_vehicles(vehicles: Vec<Vehicle>, missing: Vec<Uuid>) -> Comparison {
+/// `score_geral_final` is published with `decimals` (`[casas] eco_score`).
+pub fn compare_vehicles(vehicles: Vec<Vehicle>, missing: Vec<Uuid>, decimals: u32) -> Comparison {
     let found: Vec<&Vehicle> = vehicles.iter().collect();
     let winners = CRITERIA.map(|c| winners(&found, c));
     let scores: Vec<f64> = found
         .iter()
         .map(|v| {
             let sum: f64 = CRITERIA.iter().map(|&c| normalised(&found, v, c)).sum();
-            round1(sum / CRITERIA.len() as f64)
+            crate::engine::dataset::publish::round_published(sum / CRITERIA.len() as f64, decimals)
         })
         .collect();
     let overall_winner = found
@@ -190,7 +187,7 @@ mod tests {
         let a = vehicle(1, Some(70.0), Some(100.0), Some(13.0), Some(650.0));
         let b = vehicle(2, Some(70.0), Some(100.0), Some(11.0), Some(550.0));
         let c = vehicle(3, None, None, Some(11.0), Some(880.0));
-        let r = compare_vehicles(vec![a, b, c], vec![id(9)]);
+        let r = compare_vehicles(vec![a, b, c], vec![id(9)], 1);
         assert_eq!(r.winners[0], vec![id(1), id(2)]);
         assert_eq!(r.winners[1], vec![id(1), id(2)]);
         assert_eq!(r.winners[2], vec![id(1)]);
@@ -209,12 +206,12 @@ mod tests {
         // Each wins two criteria: 50 / 50, the higher eco score wins although its id is larger.
         let a = vehicle(1, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
         let b = vehicle(2, Some(65.0), Some(110.0), Some(12.0), Some(600.0));
-        let r = compare_vehicles(vec![a, b], vec![]);
+        let r = compare_vehicles(vec![a, b], vec![], 1);
         assert_eq!(r.overall_winner, Some(id(2)));
         // Identical vehicles: every criterion tied, 100 each, the lower id wins.
         let c = vehicle(5, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
         let d = vehicle(4, Some(60.0), Some(120.0), Some(14.0), Some(700.0));
-        let r = compare_vehicles(vec![c, d], vec![]);
+        let r = compare_vehicles(vec![c, d], vec![], 1);
         assert_eq!(r.overall_winner, Some(id(4)));
         assert_eq!(r.ties().count(), 4);
         assert!(r.scores.iter().all(|s| *s == 100.0));
@@ -224,13 +221,13 @@ mod tests {
     fn nulls_score_zero_and_empty_comparison_has_no_winner() {
         let a = vehicle(1, None, None, None, None);
         let b = vehicle(2, None, None, Some(10.0), None);
-        let r = compare_vehicles(vec![a, b], vec![]);
+        let r = compare_vehicles(vec![a, b], vec![], 1);
         assert!(r.winners[0].is_empty());
         assert_eq!(r.winners[2], vec![id(2)]);
         let scores = r.scores.clone();
         assert_eq!(scores, vec![0.0, 25.0]);
         assert_eq!(r.ties().count(), 0);
-        let r = compare_vehicles(vec![], vec![id(7), id(8)]);
+        let r = compare_vehicles(vec![], vec![id(7), id(8)], 1);
         assert_eq!(r.overall_winner, None);
         assert!(r.vehicles.is_empty() && r.scores.is_empty());
         assert_eq!(r.missing, vec![id(7), id(8)]);

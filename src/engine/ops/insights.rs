@@ -92,9 +92,9 @@ pub struct BrandStats {
     pub means: Means,
 }
 
-/// The published mean of a column (see `filters::published_mean`).
-fn mean2(column: &str) -> Expr {
-    published_mean(col(column))
+/// The published mean of a column at `decimals` (see `filters::published_mean`).
+fn mean_of(column: &str, decimals: u32) -> Expr {
+    published_mean(col(column), decimals)
 }
 
 /// One count expression per band, aliased `faixa_{i}`.
@@ -143,11 +143,12 @@ pub fn group_means(
     value: &str,
     descending: bool,
     limit: Option<u32>,
+    decimals: u32,
 ) -> PolarsResult<Vec<(String, f64)>> {
     // Dictionary-encoded keys become text again (few groups) before they are ordered.
     let lf = lf
         .group_by([col(key)])
-        .agg([mean2(value).alias("media")])
+        .agg([mean_of(value, decimals).alias("media")])
         .filter(col("media").is_not_null())
         .with_column(col(key).cast(DataType::String))
         .sort_by_exprs(
@@ -194,7 +195,9 @@ pub fn summary(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Summary>
 
 fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Summary> {
     let lf = snapshot.filtered(&filters.rows(), &[ECO_SCORE, CONSUMO, CO2, "categoria"])?;
-    let mut exprs = vec![mean2(ECO_SCORE).alias("eco"), mean2(CONSUMO).alias("consumo"), mean2(CO2).alias("co2")];
+    let d = snapshot.casas.metricas;
+    let mut exprs =
+        vec![mean_of(ECO_SCORE, d).alias("eco"), mean_of(CONSUMO, d).alias("consumo"), mean_of(CO2, d).alias("co2")];
     exprs.extend(band_counts(ECO_SCORE, &ECO_SCORE_BANDS));
     let totals = lf.clone().select(exprs).collect()?;
     let means = Means {
@@ -204,7 +207,7 @@ fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Summary> {
     };
     // One aggregation, ordered by mean then categoria: the worst are its head, the best its
     // tail reordered (mean descending, categoria ascending).
-    let worst_first = group_means(lf, "categoria", ECO_SCORE, false, None)?;
+    let worst_first = group_means(lf, "categoria", ECO_SCORE, false, None, d)?;
     let mut best_first = worst_first.clone();
     best_first.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let listed = |mut groups: Vec<(String, f64)>| {
@@ -266,8 +269,8 @@ pub fn emissions(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Emissi
 fn emissions_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Emissions> {
     let lf = snapshot.filtered(&filters.rows(), &[CO2, "categoria", "combustivel_tipo"])?;
     Ok(Emissions {
-        by_category: group_means(lf.clone(), "categoria", CO2, false, None)?,
-        by_fuel: group_means(lf.clone(), "combustivel_tipo", CO2, false, None)?,
+        by_category: group_means(lf.clone(), "categoria", CO2, false, None, snapshot.casas.metricas)?,
+        by_fuel: group_means(lf.clone(), "combustivel_tipo", CO2, false, None, snapshot.casas.metricas)?,
         co2_bands: distribution(lf, CO2, &CO2_BANDS)?,
     })
 }
@@ -288,9 +291,9 @@ fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandSta
         .group_by([col("marca")])
         .agg([
             len().cast(DataType::UInt64).alias("quantidade"),
-            mean2(CONSUMO).alias("consumo"),
-            mean2(CO2).alias("co2"),
-            mean2(ECO_SCORE).alias("eco"),
+            mean_of(CONSUMO, snapshot.casas.metricas).alias("consumo"),
+            mean_of(CO2, snapshot.casas.metricas).alias("co2"),
+            mean_of(ECO_SCORE, snapshot.casas.metricas).alias("eco"),
         ])
         .with_column(col("marca").cast(DataType::String))
         .sort_by_exprs([col("marca").str().to_lowercase(), col("marca")], SortMultipleOptions::default())
@@ -354,21 +357,21 @@ mod tests {
         )
         .unwrap();
         // a: 10.0025 → 10.0 (half to even); b: 10.0; e: 10.0025 → 10.0; c has no value.
-        let asc = group_means(df.clone().lazy(), "k", "v", false, None).unwrap();
+        let asc = group_means(df.clone().lazy(), "k", "v", false, None, 2).unwrap();
         let keys: Vec<&str> = asc.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, vec!["a", "b", "e", "d"]);
         assert_eq!(asc[3].1, 12.12);
-        let desc = group_means(df.lazy(), "k", "v", true, Some(2)).unwrap();
+        let desc = group_means(df.lazy(), "k", "v", true, Some(2), 2).unwrap();
         assert_eq!(desc, vec![("d".to_string(), 12.12), ("a".to_string(), 10.0)]);
     }
 
     #[test]
     fn means_of_nothing_are_null() {
         let df = df!("v" => [None::<f64>, None]).unwrap();
-        let out = df.lazy().select([mean2("v").alias("m")]).collect().unwrap();
+        let out = df.lazy().select([mean_of("v", 2).alias("m")]).collect().unwrap();
         assert_eq!(f64_at(&out, "m").unwrap(), None);
         let empty = df!("v" => Vec::<f64>::new()).unwrap();
-        let out = empty.lazy().select([mean2("v").alias("m")]).collect().unwrap();
+        let out = empty.lazy().select([mean_of("v", 2).alias("m")]).collect().unwrap();
         assert_eq!(f64_at(&out, "m").unwrap(), None);
     }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use super::filters::{published, published_mean, sorted, Filters};
+use crate::engine::dataset::formula::Casas;
 use crate::engine::dataset::table::{Table, Vehicle, ID_RANK, ROW};
 
 /// Largest `top` a parameterised ranking accepts.
@@ -196,7 +197,7 @@ struct FixedSpec {
 }
 
 impl FixedSpec {
-    fn all() -> [FixedSpec; 4] {
+    fn all(casas: Casas) -> [FixedSpec; 4] {
         [
             FixedSpec {
                 kind: FixedKind::MostEconomical,
@@ -216,8 +217,8 @@ impl FixedSpec {
                 kind: FixedKind::LongestElectricRange,
                 metric_name: "autonomia_eletrica_km",
                 unit: "km",
-                // An input column: published like every metric, two decimals half to even.
-                value: published(col("autonomia_eletrica_km").cast(DataType::Float64), 2),
+                // An input column: published like every metric (half to even).
+                value: published(col("autonomia_eletrica_km").cast(DataType::Float64), casas.metricas),
                 order: Order::Desc,
             },
             FixedSpec {
@@ -249,7 +250,7 @@ pub fn fixed(table: &Table) -> PolarsResult<Arc<FixedRankings>> {
 impl FixedRankings {
     /// Computes every fixed ranking of a table.
     pub fn compute(table: &Table) -> PolarsResult<FixedRankings> {
-        let [economical, co2, electric, eco] = FixedSpec::all();
+        let [economical, co2, electric, eco] = FixedSpec::all(table.casas);
         Ok(FixedRankings {
             most_economical: economical.top(table, FIXED_TOP)?,
             lowest_co2: co2.top(table, FIXED_TOP)?,
@@ -297,7 +298,7 @@ pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsRes
     .with_column(by.key().alias(GROUP))
     .group_by([col(GROUP)])
     .agg([
-        published_mean(col(VALUE)).alias(MEAN),
+        published_mean(col(VALUE), snapshot.casas.metricas).alias(MEAN),
         rows_by_value(natural).first().alias(BEST),
         rows_by_value(natural.reversed()).first().alias(WORST),
         rows_by_value(query.order).head(Some(query.top as usize)).alias(TOP),

@@ -38,7 +38,10 @@ pub fn similar(snapshot: &Table, id: &Uuid, top: u32) -> PolarsResult<Option<Vec
     if let Some(score) = base.eco_score {
         // Both scores are published with one decimal: round the difference back to one decimal
         // so equal gaps (71.1 − 62.8 and 62.8 − 54.5) compare equal despite binary noise.
-        deltas.push(super::filters::published((col("eco_score") - lit(score)).abs(), 1).alias("delta_score"));
+        deltas.push(
+            super::filters::published((col("eco_score") - lit(score)).abs(), snapshot.casas.eco_score)
+                .alias("delta_score"),
+        );
         keys.insert(0, ("delta_score", false));
     }
     let lf = same_category_scored(snapshot, &base, row, &["ano"])?.with_columns(deltas);

@@ -1,14 +1,11 @@
 //! The wire shapes of `GET /methodology` and of the driving profile (`meta.perfil_custo`). The
-//! texts are written from the constants the views run with (`engine::formula`) and the
-//! snapshot's own cost configuration, never copied.
+//! texts are written from the formula constants the snapshot's views ran with (its
+//! `parametros.toml`, see `engine::formula`) and its own cost configuration, never copied.
 
 use serde::Serialize;
 
 use crate::engine::dataset::publish::round_published;
-use crate::engine::formula::{
-    CASAS_ECO_SCORE, CASAS_GUARDA, CASAS_METRICAS, CO2_ZERO_G_KM, ENERGIA_ESCALA_MJ_KM, ENERGIA_ZERO_MJ_KM, FAIXAS,
-    LIMITE_CO_G_KM, LIMITE_NMHC_G_KM, LIMITE_NOX_G_KM, PESO_CO2, PESO_ENERGIA, PESO_POLUENTES,
-};
+use crate::engine::formula::CASAS_GUARDA;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::views::{CostConfig, FINAL_VIEW};
 
@@ -166,7 +163,15 @@ fn price(x: f64) -> String {
 impl Methodology {
     pub fn of(snapshot: &Snapshot) -> Methodology {
         let cost = &snapshot.info.views.cost;
-        let energia_cem = round_published(ENERGIA_ZERO_MJ_KM - ENERGIA_ESCALA_MJ_KM, 6);
+        let p = &snapshot.info.views.params;
+        let (energia_zero_mj_km, energia_escala_mj_km) = (p.indice_energia.zero_mj_km, p.indice_energia.escala_mj_km);
+        let co2_zero_g_km = p.indice_co2.zero_g_km;
+        let (limite_nmhc_g_km, limite_co_g_km, limite_nox_g_km) =
+            (p.limites_poluentes.nmhc_g_km, p.limites_poluentes.co_g_km, p.limites_poluentes.nox_g_km);
+        let (peso_energia, peso_co2, peso_poluentes) =
+            (p.eco_score.peso_energia, p.eco_score.peso_co2, p.eco_score.peso_poluentes);
+        let (casas_metricas, casas_eco_score) = (p.casas.metricas, p.casas.eco_score);
+        let energia_cem = round_published(energia_zero_mj_km - energia_escala_mj_km, 6);
         let metricas = vec![
             Formula {
                 campo: "eficiencia_media_referencia",
@@ -209,24 +214,24 @@ impl Methodology {
         let indices = vec![
             Indice {
                 nome: "indice_energia",
-                zero_em: Some(ENERGIA_ZERO_MJ_KM),
+                zero_em: Some(energia_zero_mj_km),
                 cem_em: Some(energia_cem),
                 unidade: "MJ/km",
                 descricao: format!(
                     "100 × ({} − consumo_energetico_mj_km) / {}, limitado a 0–100; nulo sem consumo.",
-                    num(ENERGIA_ZERO_MJ_KM),
-                    num(ENERGIA_ESCALA_MJ_KM)
+                    num(energia_zero_mj_km),
+                    num(energia_escala_mj_km)
                 ),
             },
             Indice {
                 nome: "indice_co2",
-                zero_em: Some(CO2_ZERO_G_KM),
+                zero_em: Some(co2_zero_g_km),
                 cem_em: Some(0.0),
                 unidade: "g/km",
                 descricao: format!(
                     "100 × ({} − co2_fossil_g_km) / {}, limitado a 0–100; nulo sem CO2.",
-                    num(CO2_ZERO_G_KM),
-                    num(CO2_ZERO_G_KM)
+                    num(co2_zero_g_km),
+                    num(co2_zero_g_km)
                 ),
             },
             Indice {
@@ -237,15 +242,15 @@ impl Methodology {
                 descricao: format!(
                     "100 × (1 − média(nmhc_g_km / {}, co_g_km / {}, nox_g_km / {})), limitado a 0–100; nulo se \
                      algum poluente for nulo.",
-                    num(LIMITE_NMHC_G_KM),
-                    num(LIMITE_CO_G_KM),
-                    num(LIMITE_NOX_G_KM)
+                    num(limite_nmhc_g_km),
+                    num(limite_co_g_km),
+                    num(limite_nox_g_km)
                 ),
             },
         ];
         let mut faixas = Vec::new();
         let mut below = None;
-        for (faixa, ate) in FAIXAS {
+        for (faixa, ate) in p.faixas() {
             faixas.push(FaixaMetodologia { faixa, acima_de: below, ate });
             below = ate;
         }
@@ -261,17 +266,17 @@ impl Methodology {
                     "Média ponderada dos índices não nulos, pesos {} (energia), {} (CO2) e {} (poluentes), \
                      renormalizados sobre os índices presentes; nulo quando faltam os índices de energia e de CO2. \
                      Cada índice lê os dados do arquivo sem arredondamento.",
-                    num(PESO_ENERGIA),
-                    num(PESO_CO2),
-                    num(PESO_POLUENTES)
+                    num(peso_energia),
+                    num(peso_co2),
+                    num(peso_poluentes)
                 ),
                 fonte: FINAL_VIEW,
-                pesos: Pesos { energia: PESO_ENERGIA, co2: PESO_CO2, poluentes: PESO_POLUENTES },
+                pesos: Pesos { energia: peso_energia, co2: peso_co2, poluentes: peso_poluentes },
                 indices,
                 limites_poluentes: LimitesPoluentes {
-                    nmhc_g_km: LIMITE_NMHC_G_KM,
-                    co_g_km: LIMITE_CO_G_KM,
-                    nox_g_km: LIMITE_NOX_G_KM,
+                    nmhc_g_km: limite_nmhc_g_km,
+                    co_g_km: limite_co_g_km,
+                    nox_g_km: limite_nox_g_km,
                 },
                 faixas,
             },
@@ -281,10 +286,10 @@ impl Methodology {
                      mais que as publicadas. Métricas, custos e médias com {} casas; eco scores, percentis e \
                      score_geral_final com {}. Só o valor publicado é arredondado: nenhuma fórmula lê um valor \
                      arredondado.",
-                    CASAS_GUARDA, CASAS_METRICAS, CASAS_ECO_SCORE
+                    CASAS_GUARDA, casas_metricas, casas_eco_score
                 ),
-                casas_metricas: CASAS_METRICAS,
-                casas_eco_score: CASAS_ECO_SCORE,
+                casas_metricas: casas_metricas,
+                casas_eco_score: casas_eco_score,
                 casas_guarda: CASAS_GUARDA,
             },
             custo: PerfilCusto::from(cost),
