@@ -2,10 +2,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 use crate::engine::load::{InputLimits, DEFAULT_MAX_ROWS};
 use crate::engine::views::CostConfig;
+pub use crate::process::logging::LogFormat;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,15 +40,6 @@ pub enum Command {
     /// old and new value, published metrics included) and unchanged. Exits 2 when a file is
     /// invalid (with the validator's message), 1 on other failures, 0 otherwise.
     Diff(DiffArgs),
-}
-
-/// How log lines are written to standard error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines.
-    Text,
-    /// One JSON object per line.
-    Json,
 }
 
 /// Output of `diff`.
@@ -151,15 +143,15 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// Time a client has to send a request's complete head (request line and headers), in
     /// milliseconds, however slowly it trickles; then the connection is closed.
-    #[arg(long, env = "ECO_HEADER_TIMEOUT_MS", default_value_t = crate::http::limits::DEFAULT_HEADER_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "ECO_HEADER_TIMEOUT_MS", default_value_t = crate::process::limits::DEFAULT_HEADER_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_ms: u64,
     /// Time a request may take until its answer starts, in milliseconds; then 503
     /// SERVICE_UNAVAILABLE.
-    #[arg(long, env = "ECO_REQUEST_TIMEOUT_MS", default_value_t = crate::http::limits::DEFAULT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, env = "ECO_REQUEST_TIMEOUT_MS", default_value_t = crate::process::limits::DEFAULT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_ms: u64,
     /// API requests handled at once; more are answered 503 SERVICE_UNAVAILABLE with
     /// `Retry-After: 1` at once (/healthz, /readyz, /metrics, /openapi.json and /docs are exempt).
-    #[arg(long, env = "ECO_MAX_IN_FLIGHT", default_value_t = crate::http::limits::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "ECO_MAX_IN_FLIGHT", default_value_t = crate::process::limits::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
 }
 
@@ -178,8 +170,8 @@ input_limits!(ServeArgs, ValidateArgs, ReportArgs, DiffArgs);
 
 impl ServeArgs {
     /// The HTTP limits of the server.
-    pub fn limits(&self) -> crate::http::limits::Limits {
-        crate::http::limits::Limits {
+    pub fn limits(&self) -> crate::process::limits::Limits {
+        crate::process::limits::Limits {
             header_timeout: std::time::Duration::from_millis(self.header_timeout_ms),
             request_timeout: std::time::Duration::from_millis(self.request_timeout_ms),
             max_in_flight: self.max_in_flight,

@@ -6,12 +6,9 @@
 //! HTML report of a catalog.
 
 pub mod config;
-pub mod credentials;
 pub mod diff;
 pub mod engine;
 pub mod http;
-pub mod logging;
-pub mod memory;
-pub mod priority;
+pub mod process;
 pub mod report;
 pub mod sample;

@@ -12,7 +12,8 @@ use eco_insights::engine::reload;
 use eco_insights::engine::state::StateDir;
 use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
-use eco_insights::{credentials, sample};
+use eco_insights::process::credentials;
+use eco_insights::sample;
 
 /// mimalloc returns the pages of a replaced snapshot to the OS, so memory stays flat across
 /// swaps (glibc's per-thread arenas keep them).
@@ -26,7 +27,7 @@ const BLOCKING_THREADS: usize = 4;
 /// Purge freed memory at once instead of after a delay: a load's transient buffers (the parsed
 /// export, the views' intermediate columns) leave the process as soon as the snapshot is built.
 /// `MIMALLOC_PURGE_DELAY` in the environment still wins. Also runs the process on base pages
-/// (see [`eco_insights::memory::without_transparent_huge_pages`]) unless `MIMALLOC_ALLOW_THP`
+/// (see [`eco_insights::process::memory::without_transparent_huge_pages`]) unless `MIMALLOC_ALLOW_THP`
 /// says otherwise.
 fn tune_allocator() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
@@ -36,12 +37,12 @@ fn tune_allocator() {
         };
     }
     if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-        eco_insights::memory::without_transparent_huge_pages();
+        eco_insights::process::memory::without_transparent_huge_pages();
     }
 }
-use eco_insights::http::auth::Credentials;
-use eco_insights::http::credentials_reload::{CredentialsReloader, FileStamp};
 use eco_insights::http::{AppState, Application};
+use eco_insights::process::keys::Credentials;
+use eco_insights::process::keys_reload::{CredentialsReloader, FileStamp};
 
 fn main() -> ExitCode {
     tune_allocator();
@@ -164,11 +165,11 @@ fn bind_is_loopback(bind: &str) -> bool {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Dropped last: writes out the log lines still queued.
-    let _log = eco_insights::logging::init(&args.log, args.log_format)?;
+    let _log = eco_insights::process::logging::init(&args.log, args.log_format)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
-        .on_thread_start(eco_insights::priority::register_serving_thread)
-        .on_thread_stop(eco_insights::priority::unregister_serving_thread)
+        .on_thread_start(eco_insights::process::priority::register_serving_thread)
+        .on_thread_stop(eco_insights::process::priority::unregister_serving_thread)
         .enable_all()
         .build()?;
     // SIGHUP's default action ends the process: take it over before the (possibly long) first
@@ -213,7 +214,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     .with_state(args.state_dir.clone().map(StateDir::new));
     let kept = args.state_dir.clone().map(StateDir::new);
     tracing::info!(file = %args.data.display(), "loading dataset");
-    let loaded = eco_insights::memory::during_load(|| {
+    let loaded = eco_insights::process::memory::during_load(|| {
         let snapshot = reload::load_export(&args.data, &views, args.input_limits(), kept.as_ref(), None)?;
         if let Some(s) = &snapshot {
             eco_insights::http::warm(s);
@@ -237,7 +238,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             store.record_reload(ReloadResult::Refused(reload::public_reason(&args.data, &e.to_string())));
             match kept
                 .as_ref()
-                .map(|state| (state, eco_insights::memory::during_load(|| start_from_state(state, &args))))
+                .map(|state| (state, eco_insights::process::memory::during_load(|| start_from_state(state, &args))))
             {
                 Some((state, Some(snapshot))) => {
                     tracing::error!(
@@ -270,7 +271,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let interval = Duration::from_millis(args.reload_interval_ms);
         tokio::spawn(reloader.run(interval));
         tokio::spawn(
-            CredentialsReloader::new(args.credentials.clone(), credentials_seen, state, demo_allowed).run(interval),
+            CredentialsReloader::new(
+                args.credentials.clone(),
+                credentials_seen,
+                Arc::clone(state.keys()),
+                demo_allowed,
+            )
+            .run(interval),
         );
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
         let signal = async move {

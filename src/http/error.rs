@@ -56,6 +56,16 @@ pub struct Failure {
     pub error: ErrorBody,
 }
 
+impl From<crate::process::keys::Refusal> for ApiError {
+    /// A refusal of the process's credentials, answered over HTTP (401 or 429).
+    fn from(refusal: crate::process::keys::Refusal) -> Self {
+        match refusal {
+            crate::process::keys::Refusal::Unauthorized => ApiError::Unauthorized,
+            crate::process::keys::Refusal::RateLimited(secs) => ApiError::RateLimited(secs),
+        }
+    }
+}
+
 impl ApiError {
     pub fn validation(message: impl Into<String>) -> Self {
         ApiError::Validation(message.into())

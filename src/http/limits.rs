@@ -1,76 +1,18 @@
-//! Request limits: the size of the URL and of the headers, the encoding of the path, the number
-//! of API requests in flight and the time one request may take. Every refusal is the failure
-//! envelope; hyper's own refusals (a head over its buffer) are rewritten by `serve`.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Request limits over HTTP: the size of the URL and of the headers, the encoding of the path,
+//! the number of API requests in flight and the time one request may take (the numbers are the
+//! process's, see `process::limits`). Every refusal is the failure envelope; hyper's own
+//! refusals (a head over its buffer) are rewritten by `serve`.
 
 use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use tokio::sync::Semaphore;
 
 use super::error::ApiError;
 use super::params::{check_encoding, EncodingProblem};
-
-/// Largest accepted request target (path and query), in bytes.
-pub const MAX_URI_BYTES: usize = 8 * 1024;
-/// Largest accepted header block (every `name: value` line), in bytes.
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
-
-/// Defaults of the command-line limits.
-pub const DEFAULT_HEADER_TIMEOUT_MS: u64 = 10_000;
-pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 10_000;
-pub const DEFAULT_MAX_IN_FLIGHT: u32 = 256;
-
-/// The limits of one server, from the command line.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Time a client has to send a request's complete head; the connection is closed after it.
-    pub header_timeout: Duration,
-    /// Time a request may take until its answer starts; then 503 SERVICE_UNAVAILABLE.
-    pub request_timeout: Duration,
-    /// API requests handled at once; more are answered 503 SERVICE_UNAVAILABLE at once.
-    pub max_in_flight: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Limits {
-        Limits {
-            header_timeout: Duration::from_millis(DEFAULT_HEADER_TIMEOUT_MS),
-            request_timeout: Duration::from_millis(DEFAULT_REQUEST_TIMEOUT_MS),
-            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
-        }
-    }
-}
-
-/// Paths never refused for lack of capacity: probes, metrics and the documentation.
-pub fn exempt_from_capacity(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/docs") || path.starts_with("/docs/")
-}
-
-/// The state of [`guard`]: the in-flight permits and the request deadline.
-#[derive(Clone)]
-pub struct Guard {
-    in_flight: Arc<Semaphore>,
-    request_timeout: Duration,
-}
-
-impl Guard {
-    pub fn new(limits: &Limits) -> Guard {
-        Guard {
-            in_flight: Arc::new(Semaphore::new(limits.max_in_flight.max(1) as usize)),
-            request_timeout: limits.request_timeout,
-        }
-    }
-}
-
-impl Guard {
-    /// A place among the API requests in flight, if one is free (held until dropped).
-    pub fn try_enter(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
-        self.in_flight.try_acquire().ok()
-    }
-}
+pub use crate::process::limits::{
+    exempt_from_capacity, Guard, Limits, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES,
+};
 
 /// Refuses at once (503, `Retry-After: 1`) an API request over `--max-in-flight`, and bounds the
 /// time until the answer starts to `--request-timeout-ms` (503). A refused request waits in no
@@ -79,15 +21,15 @@ pub async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
     let _permit = if exempt_from_capacity(req.uri().path()) {
         None
     } else {
-        match Arc::clone(&guard.in_flight).try_acquire_owned() {
-            Ok(permit) => Some(permit),
-            Err(_) => return ApiError::Overloaded.into_response(),
+        match guard.try_enter_owned() {
+            Some(permit) => Some(permit),
+            None => return ApiError::Overloaded.into_response(),
         }
     };
-    match tokio::time::timeout(guard.request_timeout, next.run(req)).await {
+    match tokio::time::timeout(guard.request_timeout(), next.run(req)).await {
         Ok(res) => res,
         Err(_) => {
-            let ms = guard.request_timeout.as_millis() as u64;
+            let ms = guard.request_timeout().as_millis() as u64;
             tracing::warn!(timeout_ms = ms, "request timed out");
             ApiError::Timeout(ms).into_response()
         }
@@ -153,16 +95,6 @@ fn path_error(req: &Request) -> Option<ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn exempt_paths() {
-        for p in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/rapidoc-min.js"] {
-            assert!(exempt_from_capacity(p), "{p}");
-        }
-        for p in ["/catalog/vehicles", "/compare", "/metricsx", "/docsx"] {
-            assert!(!exempt_from_capacity(p), "{p}");
-        }
-    }
 
     #[test]
     fn path_errors_name_the_parameter() {

@@ -11,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::auth::{Grant, RateInfo};
 use super::error::ApiError;
 use super::panics::Panicked;
-use super::{metrics, AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+use super::{AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+use crate::process::keys::{Grant, RateInfo};
+use crate::process::metrics;
 
 /// The name of the client (credentials entry) a request was answered for, set on the response
 /// by `authenticate` for the access log.
@@ -122,7 +123,7 @@ pub async fn request_context(State(front): State<Front>, mut req: Request, next:
         tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
     }
     if tracing::enabled!(tracing::Level::INFO) {
-        let line = crate::logging::RequestLine {
+        let line = crate::process::logging::RequestLine {
             request_id: &shown,
             uuid: uuid_field.as_deref(),
             method: method.as_str(),
@@ -131,7 +132,7 @@ pub async fn request_context(State(front): State<Front>, mut req: Request, next:
             latency_ms,
             key,
         };
-        if !crate::logging::request(&line) {
+        if !crate::process::logging::request(&line) {
             tracing::info!(
                 request_id = %shown,
                 uuid = uuid_field,
@@ -319,7 +320,7 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
             res
         }
         Err(denial) => {
-            let mut res = denial.error.into_response();
+            let mut res = ApiError::from(denial.error).into_response();
             rate_limit_headers(&mut res, denial.rate);
             if let Some(name) = denial.name {
                 res.extensions_mut().insert(ClientName(name));

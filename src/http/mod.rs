@@ -1,16 +1,13 @@
 //! The HTTP layer: routing, credentials, envelopes and errors. It parses requests, calls the
 //! engine and encodes answers; it never builds Polars plans itself.
 
-pub mod auth;
 pub mod compression;
-pub mod credentials_reload;
 pub mod encode;
 pub mod envelope;
 pub mod error;
 pub mod fast;
 pub mod formats;
 pub mod limits;
-pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod panics;
@@ -23,7 +20,6 @@ pub mod wire;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
@@ -32,10 +28,9 @@ use utoipa_axum::router::OpenApiRouter;
 
 use crate::engine::store::Store;
 
-use self::auth::Credentials;
+use crate::process::keys::{Credentials, KeyStore};
 
-/// Largest accepted request body (POST /compare), in bytes.
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
+pub use crate::process::limits::MAX_BODY_BYTES;
 /// Response header with the version of the dataset that produced the answer.
 pub const DATASET_VERSION: &str = "x-dataset-version";
 /// Request/response header with the request id.
@@ -47,8 +42,9 @@ pub struct RequestId(pub uuid::Uuid);
 
 struct Inner {
     store: Arc<Store>,
-    /// Swapped whole when the credentials file changes (see `credentials_reload`).
-    credentials: ArcSwap<Credentials>,
+    /// The process's credentials, swapped whole when the credentials file changes (see
+    /// `process::keys_reload`).
+    keys: Arc<KeyStore>,
 }
 
 /// Shared state of every handler: cheap to clone.
@@ -59,7 +55,17 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(store: Arc<Store>, credentials: Credentials) -> AppState {
-        AppState { inner: Arc::new(Inner { store, credentials: ArcSwap::from_pointee(credentials) }) }
+        AppState::sharing(store, Arc::new(KeyStore::new(credentials)))
+    }
+
+    /// The state of a server sharing the process's dataset store and credentials.
+    pub fn sharing(store: Arc<Store>, keys: Arc<KeyStore>) -> AppState {
+        AppState { inner: Arc::new(Inner { store, keys }) }
+    }
+
+    /// The process's credentials (shared with the other front doors and the reloader).
+    pub fn keys(&self) -> &Arc<KeyStore> {
+        &self.inner.keys
     }
 
     pub fn store(&self) -> &Store {
@@ -68,12 +74,12 @@ impl AppState {
 
     /// The credentials in force now (a request keeps the set it started with).
     pub fn credentials(&self) -> Arc<Credentials> {
-        self.inner.credentials.load_full()
+        self.inner.keys.current()
     }
 
     /// Puts a new set of credentials in force for the next requests.
     pub fn replace_credentials(&self, credentials: Credentials) {
-        self.inner.credentials.store(Arc::new(credentials));
+        self.inner.keys.replace(credentials);
     }
 }
 
@@ -118,7 +124,7 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
     let routes = panics::with_test_route(Router::new())
         .merge(api)
         .merge(routes::health::router())
-        .merge(metrics::router())
+        .merge(routes::metrics::router())
         .merge(openapi::router(doc))
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)

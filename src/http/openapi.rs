@@ -106,7 +106,7 @@ pub fn base() -> OpenApi {
         .components(Some(components.build()))
         .build();
     doc.merge(super::routes::health::openapi());
-    doc.merge(super::metrics::openapi());
+    doc.merge(super::routes::metrics::openapi());
     doc.merge(docs_routes().into_openapi());
     doc
 }
@@ -739,7 +739,7 @@ mod tests {
 
     use super::*;
     use crate::engine::store::Store;
-    use crate::http::auth::{hash_secret, Credentials};
+    use crate::process::keys::{hash_secret, Credentials};
 
     /// Every operation of the interface spec, plus the electric-range ranking of the contract.
     const SPEC_OPERATIONS: &[(&str, &str)] = &[

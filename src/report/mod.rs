@@ -159,7 +159,7 @@ pub fn run(data: &Path, queries: &Path, out: &Path, limits: load::InputLimits) -
     let views = Views::read(queries, &cost)?;
     // As the server's cold start: freed pages are reused during the load, returned at its end.
     let snapshot =
-        crate::memory::during_load(|| load::load_file_limited(data, &views, limits)).map_err(|e| match e {
+        crate::process::memory::during_load(|| load::load_file_limited(data, &views, limits)).map_err(|e| match e {
             LoadError::Views { .. } => ReportError::Other(anyhow::Error::new(e)),
             e => ReportError::Input(e),
         })?;

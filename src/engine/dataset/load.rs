@@ -394,7 +394,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let df = checked(raw, &shown)?;
     let check_ms = ms(step);
     // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
-    crate::memory::between_phases();
+    crate::process::memory::between_phases();
     let step = Instant::now();
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
     let view = match contained(|| views.apply(df.lazy())) {
@@ -409,7 +409,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     };
     let views_ms = ms(step);
     // The check's and the views' transient columns are gone; the table build allocates anew.
-    crate::memory::between_phases();
+    crate::process::memory::between_phases();
     let step = Instant::now();
     let info = DatasetInfo {
         version,

@@ -244,7 +244,7 @@ impl Reloader {
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
-            let _yields = crate::priority::serving_yields();
+            let _yields = crate::process::priority::serving_yields();
             // The views are read on every reload, so edited formulas apply even when the export
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
@@ -262,7 +262,7 @@ impl Reloader {
         // yield to it while it runs, see `priority`), so a load under full traffic is not starved.
         let (done, result) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("eco-reload".into()).spawn(move || {
-            let result = crate::memory::during_reload(|| {
+            let result = crate::process::memory::during_reload(|| {
                 super::contain::contained(work).unwrap_or_else(|panic| Err(format!("the reload stopped: {panic}")))
             });
             let _ = done.send(result);

@@ -7,5 +7,6 @@ pub mod facets;
 pub mod health;
 pub mod insights;
 pub mod methodology;
+pub mod metrics;
 pub mod rankings;
 pub mod vehicles;

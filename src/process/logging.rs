@@ -13,7 +13,14 @@ use anyhow::Context;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::EnvFilter;
 
-use crate::config::LogFormat;
+/// How log lines are written to standard error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
 
 /// Bytes of log lines waiting for the writer thread at most.
 const BUFFER_BYTES: usize = 8 * 1024 * 1024;
@@ -37,7 +44,7 @@ impl Shared {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         if pending.len() + line.len() > BUFFER_BYTES {
             drop(pending);
-            crate::http::metrics::log_line_dropped();
+            super::metrics::log_line_dropped();
         } else {
             let was_empty = pending.is_empty();
             pending.extend_from_slice(line);

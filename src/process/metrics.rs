@@ -1,17 +1,15 @@
-//! Prometheus metrics (`GET /metrics`, no credentials, exempt from the limits), encoded by
-//! prometheus-client in the OpenMetrics text format.
+//! The process's metrics, encoded by prometheus-client in the OpenMetrics text format (served by
+//! `GET /metrics`). Every front door records here.
 //!
 //! The request metrics live in a static (routes, methods and statuses are closed sets, so memory
-//! is bounded); the dataset figures are read from the store at scrape time.
+//! is bounded); the dataset figures are handed in at scrape time ([`DatasetFigures`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::Router;
+use axum::http::{Method, StatusCode};
+use chrono::{DateTime, Utc};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -19,13 +17,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
-
-use crate::engine::store::Store;
-
-use super::error::ApiError;
-use super::AppState;
 
 /// Content type of the OpenMetrics text format prometheus-client writes.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -146,8 +137,24 @@ impl Drop for InFlight {
     }
 }
 
-/// The metrics text: the request metrics plus the dataset figures of `store` now.
-pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
+/// The dataset being served, as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Serving {
+    pub rows: usize,
+    pub version: String,
+    pub loaded_at: DateTime<Utc>,
+}
+
+/// The dataset figures at scrape time: the dataset serving (if any) and the loads so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DatasetFigures {
+    pub serving: Option<Serving>,
+    pub reloads_ok: u64,
+    pub reloads_refused: u64,
+}
+
+/// The metrics text: the request metrics plus the dataset figures now.
+pub fn render(dataset: &DatasetFigures) -> Result<String, std::fmt::Error> {
     let m = &*METRICS;
     let mut r = Registry::default();
     r.register("eco_http_requests", "HTTP requests answered, by route template, method and status", m.requests.clone());
@@ -165,22 +172,22 @@ pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
     let dropped = Counter::<u64>::default();
     dropped.inc_by(LOG_LINES_DROPPED.load(Ordering::Relaxed));
     r.register("eco_log_lines_dropped", "Log lines dropped because the log writer fell behind", dropped);
-    if let Some(snapshot) = store.current() {
+    if let Some(snapshot) = &dataset.serving {
         let rows = Gauge::<i64>::default();
-        rows.set(i64::try_from(snapshot.info.rows).unwrap_or(i64::MAX));
+        rows.set(i64::try_from(snapshot.rows).unwrap_or(i64::MAX));
         r.register("eco_dataset_rows", "Vehicles in the dataset being served", rows);
         let info = Family::<Vec<(String, String)>, Gauge>::default();
-        info.get_or_create(&vec![("version".to_string(), snapshot.info.version.clone())]).set(1);
+        info.get_or_create(&vec![("version".to_string(), snapshot.version.clone())]).set(1);
         r.register("eco_dataset_info", "The dataset being served (value 1), by version", info);
         let loaded = Gauge::<f64, AtomicU64>::default();
-        loaded.set(snapshot.info.loaded_at.timestamp_millis() as f64 / 1000.0);
+        loaded.set(snapshot.loaded_at.timestamp_millis() as f64 / 1000.0);
         r.register(
             "eco_dataset_loaded_timestamp_seconds",
             "When the dataset being served was loaded (Unix time)",
             loaded,
         );
     }
-    let (ok, refused) = store.reload_counts();
+    let (ok, refused) = (dataset.reloads_ok, dataset.reloads_refused);
     let reloads = Family::<Vec<(String, String)>, Counter>::default();
     reloads.get_or_create(&vec![("result".to_string(), "ok".to_string())]).inc_by(ok);
     reloads.get_or_create(&vec![("result".to_string(), "refused".to_string())]).inc_by(refused);
@@ -188,46 +195,6 @@ pub fn render(store: &Store) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
     encode(&mut out, &r)?;
     Ok(out)
-}
-
-/// The `/metrics` route with its OpenAPI description.
-fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(metrics))
-}
-
-pub fn router() -> Router<AppState> {
-    routes().split_for_parts().0
-}
-
-/// The OpenAPI description of `/metrics` (merged by `openapi::base`).
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    routes().into_openapi()
-}
-
-/// Prometheus metrics: requests by route template, method and status, latency histograms by
-/// route, requests in flight, 429s, and the dataset being served (rows, version, load time,
-/// reloads by result).
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "health",
-    responses((status = 200, description = "The metrics in the OpenMetrics text format \
-        (`eco_http_requests_total{route,method,status}`, `eco_http_request_duration_seconds` by route, \
-        `eco_http_in_flight`, `eco_rate_limited_total`, `eco_log_lines_dropped_total`, `eco_dataset_rows`, \
-        `eco_dataset_info{version}`, `eco_dataset_loaded_timestamp_seconds`, `eco_dataset_reloads_total{result}`)",
-        content_type = "application/openmetrics-text", body = String))
-)]
-async fn metrics(State(state): State<AppState>) -> Response {
-    match render(state.store()) {
-        Ok(text) => {
-            let mut res = text.into_response();
-            let h = res.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE));
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            res
-        }
-        Err(e) => ApiError::internal(e).into_response(),
-    }
 }
 
 #[cfg(test)]
@@ -239,7 +206,7 @@ mod tests {
         observe("/x/{id}", &Method::GET, StatusCode::OK, Duration::from_millis(3));
         observe(UNMATCHED, &Method::from_bytes(b"BREW").unwrap(), StatusCode::NOT_FOUND, Duration::from_millis(1));
         rate_limited();
-        let text = render(&Store::new(None)).unwrap();
+        let text = render(&DatasetFigures::default()).unwrap();
         assert!(text.contains(r#"eco_http_requests_total{route="/x/{id}",method="GET",status="200"} 1"#), "{text}");
         assert!(text.contains(r#"eco_http_requests_total{route="unmatched",method="other",status="404"} 1"#), "{text}");
         assert!(text.contains(r#"eco_http_request_duration_seconds_count{route="/x/{id}"} "#), "{text}");

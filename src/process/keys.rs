@@ -1,5 +1,5 @@
 //! API credentials at run time: a key and the SHA-256 of its secret per client (read from the
-//! credentials file, see `crate::credentials`), compared in constant time, and an optional
+//! credentials file, see [`super::credentials`]), compared in constant time, and an optional
 //! per-key quota enforced with a token bucket.
 //!
 //! Quota: a key with `quota_per_minute = N` owns a bucket of N tokens (the burst) refilled at N/60
@@ -20,9 +20,10 @@ use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
-use super::error::ApiError;
-pub use crate::credentials::hash_secret;
-use crate::credentials::CredentialsFile;
+use arc_swap::ArcSwap;
+
+pub use super::credentials::hash_secret;
+use super::credentials::CredentialsFile;
 
 /// The demo key shipped with the repository so `make run` works out of the box.
 pub const DEMO_KEY: &str = "demo-key";
@@ -77,14 +78,43 @@ pub struct Grant {
 /// name (for the request's log line) and its quota state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
-    pub error: ApiError,
+    pub error: Refusal,
     pub name: Option<String>,
     pub rate: Option<RateInfo>,
 }
 
-impl From<ApiError> for Denial {
-    fn from(error: ApiError) -> Denial {
+/// Why a request's credentials were refused (each front door answers it in its own terms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The key is unknown, the secret wrong, or either is missing (one answer for all).
+    Unauthorized,
+    /// The key's quota is exhausted: seconds until one request is allowed again.
+    RateLimited(u64),
+}
+
+impl From<Refusal> for Denial {
+    fn from(error: Refusal) -> Denial {
         Denial { error, name: None, rate: None }
+    }
+}
+
+/// The credentials in force, swapped whole when the credentials file changes (see
+/// [`super::keys_reload`]); shared by every front door.
+pub struct KeyStore(ArcSwap<Credentials>);
+
+impl KeyStore {
+    pub fn new(credentials: Credentials) -> KeyStore {
+        KeyStore(ArcSwap::from_pointee(credentials))
+    }
+
+    /// The credentials in force now (a request keeps the set it started with).
+    pub fn current(&self) -> Arc<Credentials> {
+        self.0.load_full()
+    }
+
+    /// Puts a new set of credentials in force for the next requests.
+    pub fn replace(&self, credentials: Credentials) {
+        self.0.store(Arc::new(credentials));
     }
 }
 
@@ -98,9 +128,9 @@ fn ceil_secs(d: Duration) -> u64 {
 }
 
 /// The one place a 429 is produced: over quota, retry once a token is back (at least 1 s).
-fn rate_limited(wait: Duration) -> ApiError {
+fn rate_limited(wait: Duration) -> Refusal {
     super::metrics::rate_limited();
-    ApiError::RateLimited(ceil_secs(wait).max(1))
+    Refusal::RateLimited(ceil_secs(wait).max(1))
 }
 
 impl Credentials {
@@ -148,7 +178,7 @@ impl Credentials {
 
     /// Checks a key/secret pair, then takes a token from the key's bucket.
     pub fn authorize(&self, key: Option<&str>, secret: Option<&str>) -> Result<Grant, Denial> {
-        let (Some(key), Some(secret)) = (key, secret) else { return Err(ApiError::Unauthorized.into()) };
+        let (Some(key), Some(secret)) = (key, secret) else { return Err(Refusal::Unauthorized.into()) };
         let given = hash_secret(secret);
         let client = self.clients.get(key);
         // Compare against a dummy hash for unknown keys so timing does not tell keys apart.
@@ -156,7 +186,7 @@ impl Credentials {
         let ok = bool::from(given.ct_eq(&expected)) && client.is_some();
         let client = match (ok, client) {
             (true, Some(c)) => c,
-            _ => return Err(ApiError::Unauthorized.into()),
+            _ => return Err(Refusal::Unauthorized.into()),
         };
         let Some(bucket) = &client.bucket else { return Ok(Grant { name: client.name.clone(), rate: None }) };
         let limit = bucket.per_minute;
@@ -202,7 +232,7 @@ mod tests {
     }
 
     fn unauthorized() -> Result<Grant, Denial> {
-        Err(ApiError::Unauthorized.into())
+        Err(Refusal::Unauthorized.into())
     }
 
     #[test]
@@ -227,7 +257,7 @@ mod tests {
         assert!((31..=60).contains(&second.reset_secs), "{second:?}");
         let denied = c.authorize(Some("k1"), Some("s1")).unwrap_err();
         // One token is back 30 s after the first request.
-        assert!(matches!(denied.error, ApiError::RateLimited(s) if (1..=30).contains(&s)), "{denied:?}");
+        assert!(matches!(denied.error, Refusal::RateLimited(s) if (1..=30).contains(&s)), "{denied:?}");
         assert_eq!(denied.rate.unwrap().remaining, 0);
         // Other keys are not affected; a wrong secret is 401 even over quota.
         assert!(c.authorize(Some(DEMO_KEY), Some(DEMO_SECRET)).is_ok());

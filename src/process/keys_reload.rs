@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use super::auth::Credentials;
-use super::AppState;
-use crate::credentials::CredentialsFile;
+use std::sync::Arc;
+
+use super::credentials::CredentialsFile;
+use super::keys::{Credentials, KeyStore};
 
 /// What identifies one version of the file on disk without reading it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub struct CredentialsReloader {
     path: PathBuf,
     /// The file as it was read at start-up.
     seen: FileStamp,
-    state: AppState,
+    keys: Arc<KeyStore>,
     /// False when the service listens beyond loopback without `--allow-demo-credentials`: a file
     /// that activates the public demo pair is then refused like a broken one.
     demo_allowed: bool,
@@ -51,8 +52,8 @@ pub struct CredentialsReloader {
 
 impl CredentialsReloader {
     /// Watches `path`, read at start-up when it was as `seen`.
-    pub fn new(path: PathBuf, seen: FileStamp, state: AppState, demo_allowed: bool) -> CredentialsReloader {
-        CredentialsReloader { path, seen, state, demo_allowed }
+    pub fn new(path: PathBuf, seen: FileStamp, keys: Arc<KeyStore>, demo_allowed: bool) -> CredentialsReloader {
+        CredentialsReloader { path, seen, keys, demo_allowed }
     }
 
     /// Polls the file every `interval` and re-reads it on SIGHUP; runs until the process stops.
@@ -97,7 +98,7 @@ impl CredentialsReloader {
                 } else {
                     tracing::info!(%file, reason, keys, "credentials reloaded");
                 }
-                self.state.replace_credentials(credentials);
+                self.keys.replace(credentials);
                 true
             }
             Err(why) => {
@@ -109,7 +110,7 @@ impl CredentialsReloader {
 
     fn read(&self) -> anyhow::Result<Credentials> {
         let file = CredentialsFile::read(&self.path)?;
-        let current = self.state.credentials();
+        let current = self.keys.current();
         let credentials = Credentials::from_file(&file, Some(&current));
         if credentials.demo_active() && !self.demo_allowed {
             anyhow::bail!(
