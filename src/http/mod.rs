@@ -1,87 +1,36 @@
-//! The HTTP layer: routing, credentials, envelopes and errors. It parses requests, calls the
-//! engine and encodes answers; it never builds Polars plans itself.
+//! The HTTP front door: it parses requests, calls the engine and encodes answers; it never builds
+//! Polars plans itself. Its rooms, each importing only those below it:
+//!
+//! - this file assembles them: the router, its layers and the bound server;
+//! - `docs`: the OpenAPI document and the docs page;
+//! - `plumbing`: what wraps every answer (request ids, logs, metrics, credentials, limits,
+//!   compression, the answers served ahead of the router, the serving loop);
+//! - `routes`: the operations;
+//! - `formats`: answers in analysts' formats (CSV, NDJSON, Parquet, Arrow) and their negotiation;
+//! - `wire`: the answers' shapes;
+//! - `contract`: envelopes, errors, parameters, headers and the shared state.
+//!
+//! Below `http` sit the engine and the process (credentials, quotas, limits, metrics, logging),
+//! which another front door shares.
 
-pub mod compression;
-pub mod encode;
-pub mod envelope;
-pub mod error;
-pub mod fast;
+pub mod contract;
+pub mod docs;
 pub mod formats;
-pub mod limits;
-pub mod middleware;
-pub mod openapi;
-pub mod panics;
-pub mod params;
-pub mod profile;
+pub mod plumbing;
 pub mod routes;
-pub mod serve;
 pub mod wire;
 
+pub use contract::state::{AppState, RequestId, DATASET_VERSION, MAX_BODY_BYTES, REQUEST_ID};
+use docs::openapi;
+use plumbing::{compression, fast, limits, middleware, panics, serve};
+
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tokio::net::TcpListener;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_axum::router::OpenApiRouter;
-
-use crate::engine::store::Store;
-
-use crate::process::keys::{Credentials, KeyStore};
-
-pub use crate::process::limits::MAX_BODY_BYTES;
-/// Response header with the version of the dataset that produced the answer.
-pub const DATASET_VERSION: &str = "x-dataset-version";
-/// Request/response header with the request id.
-pub const REQUEST_ID: &str = "x-request-id";
-
-/// The id of one request, set by the outermost middleware.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestId(pub uuid::Uuid);
-
-struct Inner {
-    store: Arc<Store>,
-    /// The process's credentials, swapped whole when the credentials file changes (see
-    /// `process::keys_reload`).
-    keys: Arc<KeyStore>,
-}
-
-/// Shared state of every handler: cheap to clone.
-#[derive(Clone)]
-pub struct AppState {
-    inner: Arc<Inner>,
-}
-
-impl AppState {
-    pub fn new(store: Arc<Store>, credentials: Credentials) -> AppState {
-        AppState::sharing(store, Arc::new(KeyStore::new(credentials)))
-    }
-
-    /// The state of a server sharing the process's dataset store and credentials.
-    pub fn sharing(store: Arc<Store>, keys: Arc<KeyStore>) -> AppState {
-        AppState { inner: Arc::new(Inner { store, keys }) }
-    }
-
-    /// The process's credentials (shared with the other front doors and the reloader).
-    pub fn keys(&self) -> &Arc<KeyStore> {
-        &self.inner.keys
-    }
-
-    pub fn store(&self) -> &Store {
-        &self.inner.store
-    }
-
-    /// The credentials in force now (a request keeps the set it started with).
-    pub fn credentials(&self) -> Arc<Credentials> {
-        self.inner.keys.current()
-    }
-
-    /// Puts a new set of credentials in force for the next requests.
-    pub fn replace_credentials(&self, credentials: Credentials) {
-        self.inner.keys.replace(credentials);
-    }
-}
 
 /// Prepares a snapshot before it serves: the engine's dataset-only work and the fixed answers
 /// serialised once, so the first requests are lookups. Failures surface on the first request
@@ -92,19 +41,6 @@ pub fn warm(snapshot: &crate::engine::snapshot::Snapshot) {
         tracing::error!(error = %e, "the fixed answers of the new dataset could not be serialised");
     }
     fast::warm(snapshot);
-}
-
-/// The API operations (credentials required) with their OpenAPI description.
-pub fn api_router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .merge(routes::catalog::router())
-        .merge(routes::export::router())
-        .merge(routes::rankings::router())
-        .merge(routes::insights::router())
-        .merge(routes::vehicles::router())
-        .merge(routes::compare::router())
-        .merge(routes::facets::router())
-        .merge(routes::methodology::router())
 }
 
 /// The complete application router with the default limits.
@@ -118,7 +54,7 @@ pub fn app(state: AppState) -> Router {
 /// limits and the failure envelope for framework errors (`check_request`); HTTP caching; body
 /// size; then the routes (API operations behind credentials).
 pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
-    let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(api_router()).split_for_parts();
+    let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(routes::api_router()).split_for_parts();
     let doc = openapi::finish(doc);
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate));
     let routes = panics::with_test_route(Router::new())
@@ -130,7 +66,7 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::from_fn(middleware::http_cache))
-        .layer(axum::middleware::from_fn(limits::check_request))
+        .layer(axum::middleware::from_fn(middleware::check_request))
         .with_state(state.clone());
     // `Router::layer` wraps every route separately; the layers that do not need the matched
     // route wrap the whole router once instead (a router whose only endpoint is `routes`).

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::html::{decimal, integer};
+use super::numbers::{decimal, integer};
 use super::ReportData;
 
 /// Size of a chart in SVG pixels (the page scales it to its column): half the page's width,

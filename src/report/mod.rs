@@ -8,6 +8,7 @@
 
 pub mod charts;
 pub mod html;
+pub mod numbers;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

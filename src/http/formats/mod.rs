@@ -11,6 +11,7 @@
 //! - [`document`]: the OpenAPI side (media types, the `format` parameter, 406, headers).
 
 pub mod document;
+pub mod encode;
 pub mod negotiate;
 pub mod reply;
 pub mod stream;

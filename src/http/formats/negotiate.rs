@@ -5,8 +5,8 @@
 
 use axum::http::{header, HeaderMap};
 
-use crate::http::error::ApiError;
-use crate::http::params::QueryParams;
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::QueryParams;
 
 /// The query parameter that picks a format.
 pub const PARAM: &[&str] = &["format"];

@@ -7,9 +7,9 @@ use axum::http::{header, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
-use crate::http::envelope::Ctx;
+use crate::http::contract::envelope::Ctx;
+use crate::http::contract::state::DATASET_VERSION;
 use crate::http::wire::Pagination;
-use crate::http::DATASET_VERSION;
 
 use super::{Format, TOTAL_COUNT};
 

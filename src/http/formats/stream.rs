@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::engine::snapshot::Snapshot;
 use crate::engine::table::Table;
-use crate::http::encode::{Fields, RowWriter};
+use crate::http::formats::encode::{Fields, RowWriter};
 
 use super::tabular::frame_of;
 use super::Format;

@@ -12,8 +12,8 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use crate::engine::table::Table;
-use crate::http::encode::{self, Fields, RowWriter, Source};
-use crate::http::envelope::Items;
+use crate::http::contract::envelope::Items;
+use crate::http::formats::encode::{self, Fields, RowWriter, Source};
 use crate::http::wire::insights::BrandAggregate;
 
 use super::Format;

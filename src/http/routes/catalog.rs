@@ -7,15 +7,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::catalog;
-use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items};
-use crate::http::error::ApiError;
+use crate::http::contract::envelope::{Ctx, Envelope, Items};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::{QueryParams, FILTERS, PAGING};
+use crate::http::contract::query::{FilterQuery, PageQuery};
+use crate::http::contract::state::AppState;
+use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
-use crate::http::openapi::{FilterQuery, PageQuery};
-use crate::http::params::{QueryParams, FILTERS, PAGING};
 use crate::http::wire::catalog::CatalogVehicle;
 use crate::http::wire::{filters_applied, Pagination};
-use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_vehicles))
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(FilterQuery, PageQuery),
     responses(
         (status = 200, description = "One page of vehicles", body = Envelope<Items<CatalogVehicle>>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn list_vehicles(

@@ -12,13 +12,13 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::engine::compare;
-use crate::http::envelope::{Ctx, Envelope, Reply};
-use crate::http::error::ApiError;
-use crate::http::params::QueryParams;
-use crate::http::profile::{profile, ProfileQuery, PROFILE};
+use crate::http::contract::envelope::{Ctx, Envelope, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::QueryParams;
+use crate::http::contract::profile::{profile, ProfileQuery, PROFILE};
+use crate::http::contract::state::{AppState, MAX_BODY_BYTES};
 use crate::http::wire::compare::ComparisonAnswer;
 use crate::http::wire::methodology::PerfilCusto;
-use crate::http::{AppState, MAX_BODY_BYTES};
 
 /// Fewest vehicles in one comparison.
 pub const MIN_VEHICLES: usize = 2;
@@ -136,9 +136,9 @@ pub fn parse_request(body: &[u8]) -> Result<Vec<Uuid>, ApiError> {
     request_body(content = CompareRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The comparison", body = Envelope<ComparisonAnswer>),
-        (status = 400, description = "Malformed JSON, unknown or missing field, wrong type, not 2–4 items, a non-UUID or a repeated id; an invalid driving-profile value or an unknown query parameter", body = crate::http::error::Failure),
-        (status = 413, description = "Body larger than 16 KiB", body = crate::http::error::Failure),
-        (status = 415, description = "Content-Type is not application/json", body = crate::http::error::Failure),
+        (status = 400, description = "Malformed JSON, unknown or missing field, wrong type, not 2–4 items, a non-UUID or a repeated id; an invalid driving-profile value or an unknown query parameter", body = crate::http::contract::error::Failure),
+        (status = 413, description = "Body larger than 16 KiB", body = crate::http::contract::error::Failure),
+        (status = 415, description = "Content-Type is not application/json", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn compare_vehicles(

@@ -9,13 +9,13 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::http::envelope::Ctx;
-use crate::http::error::ApiError;
+use crate::http::contract::envelope::Ctx;
+use crate::http::contract::error::ApiError;
+use crate::http::contract::headers::{etag_for, if_none_match, matches_tag, not_modified};
+use crate::http::contract::params::{QueryParams, FILTERS};
+use crate::http::contract::query::FilterQuery;
+use crate::http::contract::state::{AppState, DATASET_VERSION};
 use crate::http::formats::{self, stream, tabular::EXPORT_FIELDS};
-use crate::http::middleware::{etag_for, if_none_match, matches_tag, not_modified};
-use crate::http::openapi::FilterQuery;
-use crate::http::params::{QueryParams, FILTERS};
-use crate::http::{AppState, DATASET_VERSION};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(export))
@@ -36,7 +36,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(FilterQuery),
     responses(
         (status = 200, description = "The matching vehicles, as a file", content_type = "text/csv", body = String),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn export(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {

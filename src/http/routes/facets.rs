@@ -5,13 +5,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::facets;
-use crate::http::envelope::{Ctx, Envelope, Reply};
-use crate::http::error::ApiError;
-use crate::http::openapi::FilterQuery;
-use crate::http::params::{QueryParams, FILTERS};
+use crate::http::contract::envelope::{Ctx, Envelope, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::{QueryParams, FILTERS};
+use crate::http::contract::query::FilterQuery;
+use crate::http::contract::state::AppState;
 use crate::http::wire::facets::FacetsAnswer;
 use crate::http::wire::filters_applied;
-use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(facets_of_catalog))
@@ -33,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(FilterQuery),
     responses(
         (status = 200, description = "The counts per value of the filtered vehicles", body = Envelope<FacetsAnswer>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn facets_of_catalog(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<FacetsAnswer>, ApiError> {

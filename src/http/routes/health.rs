@@ -10,8 +10,8 @@ use utoipa_axum::routes;
 
 use crate::engine::snapshot::Origin;
 use crate::engine::store::{ReloadResult, Store};
-use crate::http::error::{ApiError, ErrorBody};
-use crate::http::AppState;
+use crate::http::contract::error::{ApiError, ErrorBody};
+use crate::http::contract::state::AppState;
 
 /// The health routes with their OpenAPI description.
 fn routes() -> OpenApiRouter<AppState> {

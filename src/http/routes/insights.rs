@@ -9,15 +9,15 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::insights;
-use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
-use crate::http::error::ApiError;
+use crate::http::contract::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::{QueryParams, FILTERS, PAGING};
+use crate::http::contract::query::{FilterQuery, PageQuery};
+use crate::http::contract::state::AppState;
+use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
-use crate::http::openapi::{FilterQuery, PageQuery};
-use crate::http::params::{QueryParams, FILTERS, PAGING};
 use crate::http::wire::insights::{BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
 use crate::http::wire::{filters_applied, Pagination};
-use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -45,7 +45,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     params(FilterQuery),
     responses(
         (status = 200, description = "Summary of the filtered vehicles", body = Envelope<InsightsSummary>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<InsightsSummary>, ApiError> {
@@ -66,7 +66,7 @@ pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Insigh
     params(FilterQuery, PageQuery),
     responses(
         (status = 200, description = "One page of efficiency items", body = Envelope<Items<EfficiencyItem>>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn efficiency(
@@ -102,7 +102,7 @@ pub async fn efficiency(
     params(FilterQuery, PageQuery),
     responses(
         (status = 200, description = "One page of eco score items", body = Envelope<Items<EcoScoreItem>>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn eco_scores(
@@ -139,7 +139,7 @@ pub async fn eco_scores(
     params(FilterQuery),
     responses(
         (status = 200, description = "Emissions of the filtered vehicles", body = Envelope<EmissionsSummary>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<EmissionsSummary>, ApiError> {
@@ -161,7 +161,7 @@ pub async fn emissions(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Emis
     params(FilterQuery),
     responses(
         (status = 200, description = "One item per brand", body = Envelope<Items<BrandAggregate>>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn by_brand(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {

@@ -5,11 +5,11 @@ use axum::extract::RawQuery;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::http::envelope::{Ctx, Envelope, Reply};
-use crate::http::error::ApiError;
-use crate::http::params::QueryParams;
+use crate::http::contract::envelope::{Ctx, Envelope, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::QueryParams;
+use crate::http::contract::state::AppState;
 use crate::http::wire::methodology::Methodology;
-use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(methodology))
@@ -32,7 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     tag = "methodology",
     responses(
         (status = 200, description = "The methodology in force", body = Envelope<Methodology>),
-        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "A query parameter was given", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn methodology(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Methodology>, ApiError> {

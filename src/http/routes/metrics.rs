@@ -7,8 +7,8 @@ use axum::Router;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::http::error::ApiError;
-use crate::http::AppState;
+use crate::http::contract::error::ApiError;
+use crate::http::contract::state::AppState;
 use crate::process::metrics::{render, DatasetFigures, Serving, CONTENT_TYPE};
 
 /// The `/metrics` route with its OpenAPI description.

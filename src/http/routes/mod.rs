@@ -10,3 +10,20 @@ pub mod methodology;
 pub mod metrics;
 pub mod rankings;
 pub mod vehicles;
+
+use utoipa_axum::router::OpenApiRouter;
+
+use crate::http::contract::state::AppState;
+
+/// The API operations (credentials required) with their OpenAPI description.
+pub fn api_router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(catalog::router())
+        .merge(export::router())
+        .merge(rankings::router())
+        .merge(insights::router())
+        .merge(vehicles::router())
+        .merge(compare::router())
+        .merge(facets::router())
+        .merge(methodology::router())
+}

@@ -8,17 +8,17 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::rankings::{self, GroupBy, RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP};
-use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, RawReply, Reply};
-use crate::http::error::ApiError;
+use crate::http::contract::envelope::{Ctx, Envelope, Items, RawReply, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::{QueryParams, FILTERS};
+use crate::http::contract::query::FilterQuery;
+use crate::http::contract::state::AppState;
+use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
-use crate::http::openapi::FilterQuery;
-use crate::http::params::{QueryParams, FILTERS};
 use crate::http::wire::rankings::{
     fixed_answers, ranking_applied, Co2RankingItem, FixedAnswers, FixedRanking, FixedRankingItem, MetricParam,
     OrderParam, Overview, RankingGroups, RankingItem, METRICS, ORDERS,
 };
-use crate::http::AppState;
 
 /// The ranking parameters.
 const RANKING: &[&str] = &["metric", "order", "top"];
@@ -98,7 +98,7 @@ fn ranking_query_of(params: &QueryParams, default_top: u32) -> Result<RankingQue
     params(FilterQuery, CustomRankingQuery),
     responses(
         (status = 200, description = "The ranked vehicles", body = Envelope<Items<RankingItem>>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn custom(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
@@ -136,7 +136,7 @@ async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<Reply<R
     params(FilterQuery, GroupRankingQuery),
     responses(
         (status = 200, description = "One group per categoria", body = Envelope<RankingGroups>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
@@ -151,7 +151,7 @@ pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Ra
     params(FilterQuery, GroupRankingQuery),
     responses(
         (status = 200, description = "One group per fuel type", body = Envelope<RankingGroups>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
@@ -166,7 +166,7 @@ pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Rankin
     params(FilterQuery, GroupRankingQuery),
     responses(
         (status = 200, description = "One group per brand", body = Envelope<RankingGroups>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
@@ -182,7 +182,7 @@ pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Ranki
     params(FilterQuery, GroupRankingQuery),
     responses(
         (status = 200, description = "One group per model year", body = Envelope<RankingGroups>),
-        (status = 400, description = "Invalid parameter", body = crate::http::error::Failure),
+        (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn by_year(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
@@ -205,7 +205,7 @@ fn no_params(query: Option<String>) -> Result<(), ApiError> {
     responses(
         (status = 200, description = "Top 10 by average reference efficiency",
          body = Envelope<FixedRanking<FixedRankingItem>>),
-        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "A query parameter was given", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
@@ -223,7 +223,7 @@ pub async fn most_economical(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawR
     tag = "rankings",
     responses(
         (status = 200, description = "Top 10 by lowest CO2", body = Envelope<FixedRanking<Co2RankingItem>>),
-        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "A query parameter was given", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
@@ -242,7 +242,7 @@ pub async fn lowest_co2(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply,
     tag = "rankings",
     responses(
         (status = 200, description = "Top 10 by electric range", body = Envelope<FixedRanking<FixedRankingItem>>),
-        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "A query parameter was given", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
@@ -259,7 +259,7 @@ pub async fn longest_electric_range(ctx: Ctx, RawQuery(query): RawQuery) -> Resu
     tag = "rankings",
     responses(
         (status = 200, description = "Top 5 of each fixed ranking", body = Envelope<Overview>),
-        (status = 400, description = "A query parameter was given", body = crate::http::error::Failure),
+        (status = 400, description = "A query parameter was given", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn overview(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {

@@ -11,16 +11,16 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::engine::vehicles::{self, SIMILAR_DEFAULT, SIMILAR_MAX};
-use crate::http::encode;
-use crate::http::envelope::{Ctx, Envelope, Items, Reply};
-use crate::http::error::ApiError;
+use crate::http::contract::envelope::{Ctx, Envelope, Items, Reply};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::QueryParams;
+use crate::http::contract::profile::{profile, ProfileQuery, PROFILE};
+use crate::http::contract::state::AppState;
+use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
-use crate::http::params::QueryParams;
-use crate::http::profile::{profile, ProfileQuery, PROFILE};
 use crate::http::wire::methodology::PerfilCusto;
 use crate::http::wire::rankings::RankingItem;
 use crate::http::wire::vehicles::{RankingPositions, VehicleEcoScore, VehicleSummary};
-use crate::http::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -85,8 +85,8 @@ fn applied(id: &Uuid, top: Option<u32>) -> Map<String, Value> {
     params(("vehicle_id" = Uuid, Path, description = "Id of the vehicle"), ProfileQuery),
     responses(
         (status = 200, description = "The vehicle's summary", body = Envelope<VehicleSummary>),
-        (status = 400, description = "vehicle_id is not a UUID, an invalid driving-profile value, or an unknown query parameter", body = crate::http::error::Failure),
-        (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, an invalid driving-profile value, or an unknown query parameter", body = crate::http::contract::error::Failure),
+        (status = 404, description = "No vehicle has this id", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn vehicle_summary(
@@ -122,8 +122,8 @@ pub async fn vehicle_summary(
     params(("vehicle_id" = Uuid, Path, description = "Id of the vehicle")),
     responses(
         (status = 200, description = "The vehicle's eco score", body = Envelope<VehicleEcoScore>),
-        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::error::Failure),
-        (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::contract::error::Failure),
+        (status = 404, description = "No vehicle has this id", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn vehicle_eco_score(
@@ -149,8 +149,8 @@ pub async fn vehicle_eco_score(
     params(("vehicle_id" = Uuid, Path, description = "Id of the vehicle")),
     responses(
         (status = 200, description = "The vehicle's positions", body = Envelope<RankingPositions>),
-        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::error::Failure),
-        (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::contract::error::Failure),
+        (status = 404, description = "No vehicle has this id", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn vehicle_ranking_positions(
@@ -177,8 +177,8 @@ pub async fn vehicle_ranking_positions(
     params(("vehicle_id" = Uuid, Path, description = "Id of the base vehicle"), SimilarQuery),
     responses(
         (status = 200, description = "Similar vehicles, most similar first", body = Envelope<Items<RankingItem>>),
-        (status = 400, description = "vehicle_id is not a UUID, or an invalid or unknown query parameter", body = crate::http::error::Failure),
-        (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, or an invalid or unknown query parameter", body = crate::http::contract::error::Failure),
+        (status = 404, description = "No vehicle has this id", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn compare_similar(
@@ -215,8 +215,8 @@ pub async fn compare_similar(
     params(("vehicle_id" = Uuid, Path, description = "Id of the base vehicle")),
     responses(
         (status = 200, description = "The best alternative (data.data null when none is better)", body = Envelope<Option<RankingItem>>),
-        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::error::Failure),
-        (status = 404, description = "No vehicle has this id", body = crate::http::error::Failure),
+        (status = 400, description = "vehicle_id is not a UUID, or a query parameter was given", body = crate::http::contract::error::Failure),
+        (status = 404, description = "No vehicle has this id", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn best_alternative(

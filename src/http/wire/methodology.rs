@@ -7,43 +7,8 @@ use serde::Serialize;
 use crate::engine::dataset::publish::round_published;
 use crate::engine::formula::CASAS_GUARDA;
 use crate::engine::snapshot::Snapshot;
-use crate::engine::views::{CostConfig, FINAL_VIEW};
-
-/// A cost configuration: km per year and prices (R$).
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct PerfilCusto {
-    /// Kilometres per year.
-    #[schema(example = 12000.0)]
-    pub km_ano: f64,
-    /// R$/L.
-    #[schema(example = 6.2)]
-    pub preco_gasolina: f64,
-    /// R$/L.
-    #[schema(example = 4.1)]
-    pub preco_etanol: f64,
-    /// R$/L.
-    #[schema(example = 6.0)]
-    pub preco_diesel: f64,
-    /// R$/m³.
-    #[schema(example = 4.8)]
-    pub preco_gnv: f64,
-    /// R$/kWh.
-    #[schema(example = 0.85)]
-    pub preco_kwh: f64,
-}
-
-impl From<&CostConfig> for PerfilCusto {
-    fn from(c: &CostConfig) -> Self {
-        PerfilCusto {
-            km_ano: c.km_ano,
-            preco_gasolina: c.preco_gasolina,
-            preco_etanol: c.preco_etanol,
-            preco_diesel: c.preco_diesel,
-            preco_gnv: c.preco_gnv,
-            preco_kwh: c.preco_kwh,
-        }
-    }
-}
+use crate::engine::views::FINAL_VIEW;
+pub use crate::http::contract::envelope::PerfilCusto;
 
 /// The dataset the answer describes.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

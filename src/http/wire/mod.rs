@@ -10,32 +10,11 @@ pub mod methodology;
 pub mod rankings;
 pub mod vehicles;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::engine::filters::{Filters, PageRequest};
+use crate::engine::filters::Filters;
 
-/// `meta.pagination`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct Pagination {
-    pub page: u64,
-    pub page_size: u32,
-    pub total: u64,
-    pub total_pages: u64,
-}
-
-impl Pagination {
-    /// The pagination of `page` in a list of `total` items.
-    pub fn of(page: PageRequest, total: usize) -> Pagination {
-        let total = total as u64;
-        Pagination {
-            page: page.page,
-            page_size: page.page_size,
-            total,
-            total_pages: total.div_ceil(page.page_size as u64),
-        }
-    }
-}
+pub use crate::http::contract::envelope::{Pagination, PerfilCusto};
 
 /// `meta.filters_applied` of the common filters: the filters as received, with typed values.
 pub fn filters_applied(filters: &Filters) -> Map<String, Value> {
@@ -54,7 +33,7 @@ pub fn filters_applied(filters: &Filters) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::filters::TextFilter;
+    use crate::engine::filters::{PageRequest, TextFilter};
 
     #[test]
     fn applied_echoes_typed_values() {

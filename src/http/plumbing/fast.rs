@@ -18,11 +18,11 @@ use uuid::Uuid;
 
 use crate::engine::snapshot::Snapshot;
 
-use super::envelope::RawReply;
-use super::limits::{header_bytes, Guard, MAX_HEADER_BYTES};
-use super::middleware::{cache_headers, etag, granted};
-use super::wire::rankings::{fixed_answers, FixedAnswers};
-use super::AppState;
+use crate::http::contract::envelope::RawReply;
+use crate::http::contract::headers::{cache_headers, etag, granted};
+use crate::http::contract::state::AppState;
+use crate::http::plumbing::limits::{header_bytes, Guard, MAX_HEADER_BYTES};
+use crate::http::wire::rankings::{fixed_answers, FixedAnswers};
 
 /// Picks the `data.data` of one route out of a snapshot's fixed answers.
 type Pick = fn(&FixedAnswers) -> &Arc<str>;

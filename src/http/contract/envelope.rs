@@ -12,11 +12,70 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
+use crate::engine::filters::PageRequest;
 use crate::engine::snapshot::Snapshot;
-use crate::http::wire::Pagination;
+use crate::engine::views::CostConfig;
 
-use super::error::ApiError;
-use super::{AppState, RequestId, DATASET_VERSION};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::state::{AppState, RequestId, DATASET_VERSION};
+
+/// `meta.pagination`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Pagination {
+    pub page: u64,
+    pub page_size: u32,
+    pub total: u64,
+    pub total_pages: u64,
+}
+
+impl Pagination {
+    /// The pagination of `page` in a list of `total` items.
+    pub fn of(page: PageRequest, total: usize) -> Pagination {
+        let total = total as u64;
+        Pagination {
+            page: page.page,
+            page_size: page.page_size,
+            total,
+            total_pages: total.div_ceil(page.page_size as u64),
+        }
+    }
+}
+
+/// A cost configuration: km per year and prices (R$).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct PerfilCusto {
+    /// Kilometres per year.
+    #[schema(example = 12000.0)]
+    pub km_ano: f64,
+    /// R$/L.
+    #[schema(example = 6.2)]
+    pub preco_gasolina: f64,
+    /// R$/L.
+    #[schema(example = 4.1)]
+    pub preco_etanol: f64,
+    /// R$/L.
+    #[schema(example = 6.0)]
+    pub preco_diesel: f64,
+    /// R$/m³.
+    #[schema(example = 4.8)]
+    pub preco_gnv: f64,
+    /// R$/kWh.
+    #[schema(example = 0.85)]
+    pub preco_kwh: f64,
+}
+
+impl From<&CostConfig> for PerfilCusto {
+    fn from(c: &CostConfig) -> Self {
+        PerfilCusto {
+            km_ano: c.km_ano,
+            preco_gasolina: c.preco_gasolina,
+            preco_etanol: c.preco_etanol,
+            preco_diesel: c.preco_diesel,
+            preco_gnv: c.preco_gnv,
+            preco_kwh: c.preco_kwh,
+        }
+    }
+}
 
 /// `data.meta`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -35,7 +94,7 @@ pub struct Meta {
     /// The effective driving profile (cost configuration) of the costs in the answer: always on
     /// /vehicles/{vehicle_id}/summary and POST /compare, absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub perfil_custo: Option<crate::http::wire::methodology::PerfilCusto>,
+    pub perfil_custo: Option<PerfilCusto>,
 }
 
 impl Meta {
@@ -77,7 +136,7 @@ pub struct Reply<T> {
 
 impl<T> Reply<T> {
     /// Adds `meta.perfil_custo`.
-    pub fn with_cost_profile(mut self, profile: crate::http::wire::methodology::PerfilCusto) -> Reply<T> {
+    pub fn with_cost_profile(mut self, profile: PerfilCusto) -> Reply<T> {
         self.envelope.data.meta.perfil_custo = Some(profile);
         self
     }
@@ -157,7 +216,8 @@ impl FromRequestParts<AppState> for Ctx {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let snapshot = state.store().current().ok_or(ApiError::Unavailable)?;
-        let request_id = parts.extensions.get::<RequestId>().map_or_else(super::middleware::request_id, |r| r.0);
+        let request_id =
+            parts.extensions.get::<RequestId>().map_or_else(crate::http::contract::state::request_id, |r| r.0);
         Ok(Ctx { snapshot, request_id })
     }
 }

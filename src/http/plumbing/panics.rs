@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 
-use super::error::ApiError;
-use super::AppState;
+use crate::http::contract::error::ApiError;
+use crate::http::contract::state::AppState;
 
 /// Set to `1` at start-up to add [`TEST_ROUTE`]: it exists only so the black-box tests can
 /// check the real panic handling; it is not documented anywhere else.

@@ -12,7 +12,7 @@ use axum::Json;
 use tower_http::compression::predicate::{DefaultPredicate, Predicate, SizeAbove};
 use tower_http::compression::CompressionLayer;
 
-use super::error::{ErrorBody, Failure};
+use crate::http::contract::error::{ErrorBody, Failure};
 
 /// Answers smaller than this are sent uncompressed.
 pub const MIN_COMPRESSED_BYTES: u64 = 1024;

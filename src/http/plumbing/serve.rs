@@ -22,8 +22,8 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::error::ApiError;
-use super::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
+use crate::http::contract::error::ApiError;
+use crate::http::plumbing::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 
 /// hyper's read buffer: every head up to this size reaches the middleware, which answers 414
 /// or 431 in the envelope; a bigger one is refused by hyper itself (rewritten by [`EnvelopeIo`]).
@@ -104,7 +104,7 @@ fn envelope_answer(status: u16) -> Vec<u8> {
     let err = automatic_error(status).unwrap_or(ApiError::Internal);
     let body = serde_json::to_vec(&err.body()).unwrap_or_default();
     let reason = err.status().canonical_reason().unwrap_or("Error");
-    let id = super::middleware::request_id();
+    let id = crate::http::contract::state::request_id();
     let mut out = format!(
         "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
          cache-control: no-store\r\nx-request-id: {id}\r\nconnection: close\r\n\r\n",

@@ -3,24 +3,20 @@
 
 use std::time::Instant;
 
-use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::error::ApiError;
-use super::panics::Panicked;
-use super::{AppState, RequestId, DATASET_VERSION, REQUEST_ID};
-use crate::process::keys::{Grant, RateInfo};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::headers::{
+    cache_headers, etag, etag_for, granted, if_none_match, matches_tag, not_modified, rate_limit_headers,
+    representation, ClientName,
+};
+use crate::http::contract::state::{request_id, AppState, RequestId, DATASET_VERSION, REQUEST_ID};
+use crate::http::plumbing::panics::Panicked;
 use crate::process::metrics;
-
-/// The name of the client (credentials entry) a request was answered for, set on the response
-/// by `authenticate` for the access log.
-#[derive(Debug, Clone)]
-pub struct ClientName(pub String);
 
 /// Longest `X-Request-Id` kept from a request.
 pub const MAX_REQUEST_ID_LEN: usize = 128;
@@ -28,31 +24,6 @@ pub const MAX_REQUEST_ID_LEN: usize = 128;
 /// Whether an incoming `X-Request-Id` is kept: 1 to 128 visible ASCII characters.
 fn sane_request_id(id: &str) -> bool {
     (1..=MAX_REQUEST_ID_LEN).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_graphic())
-}
-
-/// A random (version 4) UUID for a request id, from a per-thread generator seeded once from the
-/// OS: no system call per request. Request ids need to be unique, not secret.
-pub fn request_id() -> Uuid {
-    use std::cell::Cell;
-    thread_local! {
-        static STATE: Cell<(u64, u64)> = Cell::new({
-            let seed = Uuid::new_v4().as_u64_pair();
-            (seed.0 | 1, seed.1 | 1)
-        });
-    }
-    STATE.with(|state| {
-        // xorshift128+, twice: 128 fresh bits.
-        let next = || {
-            let (mut s1, s0) = state.get();
-            let result = s0.wrapping_add(s1);
-            s1 ^= s1 << 23;
-            let s1 = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-            state.set((s0, s1));
-            result
-        };
-        let bits = ((next() as u128) << 64) | next() as u128;
-        uuid::Builder::from_random_bytes(bits.to_be_bytes()).into_uuid()
-    })
 }
 
 /// The route template a request matched, filled by [`record_route`] once the router has
@@ -71,7 +42,7 @@ pub fn record_route(req: &Request) {
 /// router (see `fast`), the application state.
 #[derive(Clone)]
 pub struct Front {
-    pub guard: super::limits::Guard,
+    pub guard: crate::http::plumbing::limits::Guard,
     pub state: AppState,
 }
 
@@ -95,16 +66,21 @@ pub async fn request_context(State(front): State<Front>, mut req: Request, next:
     let started = Instant::now();
     let in_flight = metrics::InFlight::enter();
     let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        super::fast::answer(&front.state, &front.guard, &req, uuid)
+        crate::http::plumbing::fast::answer(&front.state, &front.guard, &req, uuid)
     }));
     let (mut res, fast_route) = match fast {
         Ok(Some((res, route))) => (res, Some(route)),
         Ok(None) => {
             req.extensions_mut().insert(RequestId(uuid));
             req.extensions_mut().insert(slot.clone());
-            (super::compression::not_acceptable(super::limits::guarded(&front.guard, req, next).await), None)
+            (
+                crate::http::plumbing::compression::not_acceptable(
+                    crate::http::plumbing::limits::guarded(&front.guard, req, next).await,
+                ),
+                None,
+            )
         }
-        Err(payload) => (super::panics::answer(payload), None),
+        Err(payload) => (crate::http::plumbing::panics::answer(payload), None),
     };
     drop(in_flight);
     let elapsed = started.elapsed();
@@ -171,56 +147,6 @@ pub fn normalise_errors(res: Response) -> Response {
     fixed
 }
 
-/// Weak ETag from the dataset version and the normalised request (path + sorted parameters).
-/// Weak: the body carries a per-request id and time, and it may be sent compressed.
-pub fn etag(version: &str, path: &str, query: Option<&str>) -> String {
-    etag_for(version, path, query, None)
-}
-
-/// The ETag of one representation: a JSON answer's tag is [`etag`]; any other media type (e.g.
-/// `text/csv`, negotiated through `Accept`) is part of the tag, so each format has its own.
-pub fn etag_for(version: &str, path: &str, query: Option<&str>, media_type: Option<&str>) -> String {
-    let mut pairs: Vec<(String, String)> =
-        form_urlencoded::parse(query.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-    pairs.sort();
-    let mut h = Sha256::new();
-    h.update(version.as_bytes());
-    h.update(b"\n");
-    h.update(path.as_bytes());
-    for (k, v) in pairs {
-        h.update(b"\n");
-        h.update(k.as_bytes());
-        h.update(b"=");
-        h.update(v.as_bytes());
-    }
-    if let Some(media_type) = media_type {
-        h.update(b"\n\0representation=");
-        h.update(media_type.as_bytes());
-    }
-    format!("W/\"{}\"", hex::encode(&h.finalize()[..16]))
-}
-
-/// The entity tags listed in If-None-Match headers.
-pub fn if_none_match(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all(header::IF_NONE_MATCH)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim().to_string())
-        .collect()
-}
-
-/// The opaque part of an entity tag (without `W/`).
-fn opaque(tag: &str) -> &str {
-    tag.strip_prefix("W/").unwrap_or(tag)
-}
-
-/// Weak comparison (RFC 9110 §8.8.3.2), as If-None-Match requires: weak and strong forms match.
-pub fn matches_tag(listed: &[String], tag: &str) -> bool {
-    listed.iter().any(|t| t == "*" || opaque(t) == opaque(tag))
-}
-
 /// ETag / If-None-Match / Cache-Control for successful GETs; errors are never cached.
 pub async fn http_cache(req: Request, next: Next) -> Response {
     let is_get = req.method() == Method::GET || req.method() == Method::HEAD;
@@ -252,49 +178,13 @@ pub async fn http_cache(req: Request, next: Next) -> Response {
     res
 }
 
-/// `Vary` of a cacheable answer: per client, per format (`Accept`: the list operations answer
-/// in the format it negotiates) and per encoding (compressed or not).
-pub const VARY: &str = "X-API-Key, X-API-Secret, Accept, Accept-Encoding";
-
-/// The media type of a non-JSON answer (`None` for JSON), as it enters the answer's tag.
-fn representation(headers: &HeaderMap) -> Option<&str> {
-    let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
-    let essence = content_type.split(';').next().unwrap_or("").trim();
-    (essence != "application/json").then_some(essence)
-}
-
-/// ETag, Cache-Control and Vary of a cacheable answer.
-pub fn cache_headers(res: &mut Response, tag: &str) {
-    let headers = [
-        (header::ETAG, HeaderValue::from_str(tag).ok()),
-        (header::CACHE_CONTROL, Some(HeaderValue::from_static("private, no-cache"))),
-        (header::VARY, Some(HeaderValue::from_static(VARY))),
-    ];
-    for (name, value) in headers {
-        if let Some(v) = value {
-            res.headers_mut().insert(name, v);
-        }
-    }
-}
-
-/// `304 Not Modified` for `tag` of dataset `version`, with an empty body.
-pub fn not_modified(tag: &str, version: &str) -> Response {
-    let mut res = Response::new(Body::empty());
-    *res.status_mut() = StatusCode::NOT_MODIFIED;
-    if let Ok(v) = HeaderValue::from_str(version) {
-        res.headers_mut().insert(DATASET_VERSION, v);
-    }
-    cache_headers(&mut res, tag);
-    res
-}
-
 /// A conditional GET whose tag matches the current dataset: answered 304 before any work (the
 /// tag only ever names a successful answer of this path, parameters and dataset version).
 fn early_not_modified(state: &AppState, req: &Request) -> Option<Response> {
     // A request whose `Accept` may pick another format than JSON is tagged by its answer.
     if !(req.method() == Method::GET || req.method() == Method::HEAD)
         || !req.headers().contains_key(header::IF_NONE_MATCH)
-        || !super::formats::negotiate::accepts_json_first(req.headers())
+        || !crate::http::formats::negotiate::accepts_json_first(req.headers())
     {
         return None;
     }
@@ -330,20 +220,15 @@ pub async fn authenticate(State(state): State<AppState>, req: Request, next: Nex
     }
 }
 
-/// Marks the answer to a request let through: its quota headers and, for the log, the client.
-pub fn granted(res: &mut Response, grant: Grant) {
-    rate_limit_headers(res, grant.rate);
-    res.extensions_mut().insert(ClientName(grant.name));
-}
-
-/// `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (IETF
-/// draft-ietf-httpapi-ratelimit-headers) on every answer to a key with a quota.
-fn rate_limit_headers(res: &mut Response, rate: Option<RateInfo>) {
-    let Some(rate) = rate else { return };
-    let h = res.headers_mut();
-    h.insert("ratelimit-limit", HeaderValue::from(rate.limit));
-    h.insert("ratelimit-remaining", HeaderValue::from(rate.remaining));
-    h.insert("ratelimit-reset", HeaderValue::from(rate.reset_secs));
+/// 414 for a URL over `MAX_URI_BYTES`, 431 for headers over `MAX_HEADER_BYTES`, 400 for a
+/// path segment that is not valid percent-encoded UTF-8 (naming the path parameter).
+pub async fn check_request(req: Request, next: Next) -> Response {
+    record_route(&req);
+    let res = match super::limits::refusal(&req) {
+        Some(res) => res,
+        None => normalise_errors(next.run(req).await),
+    };
+    super::compression::mark_status(res)
 }
 
 pub async fn not_found() -> ApiError {
@@ -366,37 +251,5 @@ mod tests {
         assert!(!sane_request_id(""));
         assert!(!sane_request_id("a b"));
         assert!(!sane_request_id("é"));
-    }
-
-    #[test]
-    fn request_ids_are_distinct_v4_uuids() {
-        let ids: std::collections::HashSet<Uuid> = (0..10_000).map(|_| request_id()).collect();
-        assert_eq!(ids.len(), 10_000);
-        assert!(ids.iter().all(|u| u.get_version_num() == 4 && u.get_variant() == uuid::Variant::RFC4122));
-    }
-
-    #[test]
-    fn etag_ignores_parameter_order_but_not_values_or_version() {
-        let a = etag("v1", "/x", Some("a=1&b=2"));
-        assert_eq!(a, etag("v1", "/x", Some("b=2&a=1")));
-        assert_ne!(a, etag("v1", "/x", Some("a=1&b=3")));
-        assert_ne!(a, etag("v2", "/x", Some("a=1&b=2")));
-        assert_ne!(a, etag("v1", "/y", Some("a=1&b=2")));
-        assert!(a.starts_with("W/\"") && a.ends_with('"'));
-        assert_eq!(a, etag_for("v1", "/x", Some("a=1&b=2"), None), "JSON keeps its tag");
-        let csv = etag_for("v1", "/x", Some("a=1&b=2"), Some("text/csv"));
-        assert_ne!(a, csv);
-        assert_ne!(csv, etag_for("v1", "/x", Some("a=1&b=2"), Some("application/vnd.apache.parquet")));
-    }
-
-    #[test]
-    fn if_none_match_lists_and_weak_tags() {
-        let mut h = HeaderMap::new();
-        h.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"x\", W/\"t\""));
-        assert!(matches_tag(&if_none_match(&h), "\"t\""));
-        assert!(matches_tag(&if_none_match(&h), "W/\"t\""));
-        assert!(matches_tag(&if_none_match(&h), "W/\"x\""));
-        assert!(!matches_tag(&if_none_match(&h), "\"u\""));
-        assert!(!matches_tag(&if_none_match(&h), "W/\"u\""));
     }
 }

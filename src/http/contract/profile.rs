@@ -4,8 +4,8 @@
 
 use crate::engine::views::CostConfig;
 
-use super::error::ApiError;
-use super::params::QueryParams;
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::QueryParams;
 
 /// The driving-profile parameters.
 pub const PROFILE: &[&str] = &["km_ano", "preco_gasolina", "preco_etanol", "preco_diesel", "preco_gnv", "preco_kwh"];

@@ -19,9 +19,9 @@ use utoipa::openapi::{ContentBuilder, InfoBuilder, LicenseBuilder, OpenApi, Open
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::error::{ErrorBody, Failure};
-use super::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
-use super::{AppState, MAX_BODY_BYTES};
+use crate::http::contract::error::{ErrorBody, Failure};
+use crate::http::contract::state::{AppState, MAX_BODY_BYTES};
+use crate::process::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 
 /// Paths served without credentials; every other path of the document is an API operation.
 pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"];
@@ -105,8 +105,8 @@ pub fn base() -> OpenApi {
         .tags(Some(TAGS.iter().map(|(name, text)| TagBuilder::new().name(*name).description(Some(*text)).build())))
         .components(Some(components.build()))
         .build();
-    doc.merge(super::routes::health::openapi());
-    doc.merge(super::routes::metrics::openapi());
+    doc.merge(crate::http::routes::health::openapi());
+    doc.merge(crate::http::routes::metrics::openapi());
     doc.merge(docs_routes().into_openapi());
     doc
 }
@@ -137,7 +137,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
 pub fn to_json(doc: &OpenApi) -> Value {
     let mut v = serde_json::to_value(doc).unwrap_or_else(|_| json!({}));
     mark_headers_required(&mut v);
-    super::formats::document::annotate(&mut v);
+    crate::http::formats::document::annotate(&mut v);
     flatten_single_one_of(&mut v);
     require_nullable_fields(&mut v);
     add_sample_examples(&mut v);
@@ -149,74 +149,6 @@ pub fn router(doc: OpenApi) -> Router<AppState> {
     let body = Bytes::from(serde_json::to_vec(&to_json(&doc)).unwrap_or_default());
     let (docs, _) = docs_routes().split_for_parts();
     docs.route("/docs/rapidoc-min.js", get(rapidoc_js)).layer(Extension(Document(body)))
-}
-
-/// The common filters, as documented parameters (parsed by `params::QueryParams`).
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct FilterQuery {
-    /// Brand: case- and accent-insensitive literal substring (no wildcard or regex meaning).
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
-        example = "Fiat"
-    )]
-    marca: Option<String>,
-    /// Model: case- and accent-insensitive literal substring.
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    modelo: Option<String>,
-    /// Category: case- and accent-insensitive literal substring.
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    categoria: Option<String>,
-    /// Fuel type (`combustivel_tipo`): case- and accent-insensitive literal substring
-    /// (`eletrico` finds "Elétrico").
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
-        example = "flex"
-    )]
-    combustivel: Option<String>,
-    /// Propulsion type (`tipo_propulsao`): case- and accent-insensitive literal substring.
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    propulsao: Option<String>,
-    /// Transmission type (`transmissao_tipo`): case- and accent-insensitive literal substring.
-    #[param(
-        min_length = 1,
-        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
-    )]
-    transmissao: Option<String>,
-    /// Exact model year; same as ano_min = ano_max = ano, and cannot be combined with them.
-    #[param(minimum = 1900, maximum = 2100)]
-    ano: Option<i32>,
-    /// Minimum model year (inclusive); not greater than ano_max; not with ano.
-    #[param(minimum = 1900, maximum = 2100, example = 2020)]
-    ano_min: Option<i32>,
-    /// Maximum model year (inclusive); not with ano.
-    #[param(minimum = 1900, maximum = 2100)]
-    ano_max: Option<i32>,
-}
-
-/// Pagination parameters.
-#[derive(utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-#[allow(dead_code)]
-pub struct PageQuery {
-    /// Page number, from 1; a page past the end answers an empty list.
-    #[param(minimum = 1, maximum = 9223372036854775807_i64, default = 1)]
-    page: Option<i64>,
-    /// Items per page.
-    #[param(minimum = 1, maximum = 100, default = 20)]
-    page_size: Option<i64>,
 }
 
 /// The documented public routes of this module (`/openapi.json`, `/docs`).
@@ -549,7 +481,7 @@ fn finish_api(method: Method, op: &mut Operation) {
         success.push((
             "Vary",
             HeaderBuilder::new()
-                .schema(ObjectBuilder::new().schema_type(Type::String).enum_values(Some([super::middleware::VARY])))
+                .schema(ObjectBuilder::new().schema_type(Type::String).enum_values(Some([crate::http::contract::headers::VARY])))
                 .description(Some(
                     "Answers differ per client credentials, per content encoding and, on the list operations, per negotiated format (`Accept`).",
                 ))
@@ -768,7 +700,7 @@ mod tests {
 
     /// The document exactly as `app()` serves it.
     fn served() -> Value {
-        let (_, doc) = OpenApiRouter::with_openapi(base()).merge(crate::http::api_router()).split_for_parts();
+        let (_, doc) = OpenApiRouter::with_openapi(base()).merge(crate::http::routes::api_router()).split_for_parts();
         to_json(&finish(doc))
     }
 

@@ -4,7 +4,7 @@
 use crate::engine::filters::{Filters, PageRequest, TextFilter};
 use crate::engine::schema::{ANO_MAX, ANO_MIN};
 
-use super::error::ApiError;
+use crate::http::contract::error::ApiError;
 
 /// The common filter parameters.
 pub const FILTERS: &[&str] =

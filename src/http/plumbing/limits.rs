@@ -7,8 +7,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
-use super::params::{check_encoding, EncodingProblem};
+use crate::http::contract::error::ApiError;
+use crate::http::contract::params::{check_encoding, EncodingProblem};
 pub use crate::process::limits::{
     exempt_from_capacity, Guard, Limits, DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_TIMEOUT_MS,
     MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_URI_BYTES,
@@ -41,19 +41,8 @@ pub fn header_bytes(req: &Request) -> usize {
     req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
 }
 
-/// 414 for a URL over [`MAX_URI_BYTES`], 431 for headers over [`MAX_HEADER_BYTES`], 400 for a
-/// path segment that is not valid percent-encoded UTF-8 (naming the path parameter).
-pub async fn check_request(req: Request, next: Next) -> Response {
-    super::middleware::record_route(&req);
-    let res = match refusal(&req) {
-        Some(res) => res,
-        None => super::middleware::normalise_errors(next.run(req).await),
-    };
-    super::compression::mark_status(res)
-}
-
 /// The answer to a request over the URL, header or encoding limits.
-fn refusal(req: &Request) -> Option<Response> {
+pub fn refusal(req: &Request) -> Option<Response> {
     let uri_len = req.uri().path_and_query().map_or(0, |pq| pq.as_str().len());
     if uri_len > MAX_URI_BYTES {
         return Some(ApiError::UriTooLong(MAX_URI_BYTES).into_response());

@@ -1,0 +1,70 @@
+//! The query parameters shared by many operations, as the OpenAPI document describes them
+//! (parsed by `params::QueryParams`; these types exist only for the document).
+
+/// The common filters, as documented parameters (parsed by `params::QueryParams`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct FilterQuery {
+    /// Brand: case- and accent-insensitive literal substring (no wildcard or regex meaning).
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+        example = "Fiat"
+    )]
+    marca: Option<String>,
+    /// Model: case- and accent-insensitive literal substring.
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    modelo: Option<String>,
+    /// Category: case- and accent-insensitive literal substring.
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    categoria: Option<String>,
+    /// Fuel type (`combustivel_tipo`): case- and accent-insensitive literal substring
+    /// (`eletrico` finds "Elétrico").
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]",
+        example = "flex"
+    )]
+    combustivel: Option<String>,
+    /// Propulsion type (`tipo_propulsao`): case- and accent-insensitive literal substring.
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    propulsao: Option<String>,
+    /// Transmission type (`transmissao_tipo`): case- and accent-insensitive literal substring.
+    #[param(
+        min_length = 1,
+        pattern = r"[^\t\n\x0B\f\r \u0085\u00A0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]"
+    )]
+    transmissao: Option<String>,
+    /// Exact model year; same as ano_min = ano_max = ano, and cannot be combined with them.
+    #[param(minimum = 1900, maximum = 2100)]
+    ano: Option<i32>,
+    /// Minimum model year (inclusive); not greater than ano_max; not with ano.
+    #[param(minimum = 1900, maximum = 2100, example = 2020)]
+    ano_min: Option<i32>,
+    /// Maximum model year (inclusive); not with ano.
+    #[param(minimum = 1900, maximum = 2100)]
+    ano_max: Option<i32>,
+}
+
+/// Pagination parameters.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct PageQuery {
+    /// Page number, from 1; a page past the end answers an empty list.
+    #[param(minimum = 1, maximum = 9223372036854775807_i64, default = 1)]
+    page: Option<i64>,
+    /// Items per page.
+    #[param(minimum = 1, maximum = 100, default = 20)]
+    page_size: Option<i64>,
+}

@@ -1,0 +1,3 @@
+//! The OpenAPI document (`/openapi.json`) and the offline docs page (`/docs`).
+
+pub mod openapi;
