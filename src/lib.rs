@@ -1,9 +1,10 @@
 //! Eco Insights: a read-only HTTP JSON service over a vehicle-efficiency catalog.
 //!
-//! `engine` owns the data (Parquet → Polars views → snapshot → analytics); `http` owns the API
-//! (routing, credentials, envelopes, errors); `config` owns the command line; `sample` writes the
-//! deterministic synthetic catalog bundled with the repository; `report` writes the analyst's
-//! HTML report of a catalog.
+//! `engine` owns the data (Parquet → Polars views → snapshot → analytics); `http` is the HTTP
+//! front door (routing, envelopes, errors, formats, docs); `process` owns what every front door
+//! shares (credentials and quotas, limits, metrics, logging, memory, scheduling); `config` owns
+//! the command line; `sample` writes the deterministic synthetic catalog bundled with the
+//! repository; `report` writes the analyst's HTML report of a catalog. See README, Architecture.
 
 pub mod config;
 pub mod diff;
