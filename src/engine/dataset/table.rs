@@ -26,13 +26,26 @@ type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
 pub struct RowFilter {
     pub text: Vec<(&'static str, String)>,
     pub ano: Option<(i32, i32)>,
+    /// (published column, inclusive lower bound, inclusive upper bound): a null value fails.
+    pub ranges: Vec<(&'static str, f64, f64)>,
 }
 
 impl RowFilter {
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty() && self.ano.is_none()
+        self.text.is_empty() && self.ano.is_none() && self.ranges.is_empty()
     }
 }
+
+/// The columns a range filter may bound (their published values, see [`Table::published`]).
+pub const RANGED: [&str; 7] = [
+    "eco_score",
+    "consumo_referencia",
+    "co2_referencia_g_km",
+    "autonomia_km",
+    "eficiencia_media_referencia",
+    "autonomia_eletrica_km",
+    "custo_anual_estimado",
+];
 
 /// One vehicle with its catalog fields, published metrics and precomputed positions.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +112,9 @@ pub struct Table {
     orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()],
     /// Answers that depend only on the dataset, computed on first use.
     memo: RwLock<HashMap<&'static str, Arc<Memo>>>,
+    /// The published values of each [`RANGED`] column, NaN for null (so a null fails every
+    /// bound), built by the first range filter on that column.
+    published: [OnceLock<PolarsResult<Vec<f64>>>; RANGED.len()],
     /// Decimals of published values (`parametros.toml` `[casas]`): averages and percentiles
     /// computed here are rounded with them.
     pub casas: Casas,
@@ -170,10 +186,49 @@ impl Table {
         self.anos[row as usize]
     }
 
-    /// The filters compiled against this table's dictionaries.
+    /// The filters compiled against this table's dictionaries and published values. A range
+    /// on a column whose values cannot be read matches nothing (logged).
     pub fn matcher(&self, filters: &RowFilter) -> Matcher<'_> {
         let text: Vec<(&str, &str)> = filters.text.iter().map(|(c, v)| (*c, v.as_str())).collect();
-        Matcher::new(&self.index, &self.anos, &text, filters.ano)
+        let ranges = filters
+            .ranges
+            .iter()
+            .map(|(column, lo, hi)| {
+                let values = self.published(column).unwrap_or_else(|e| {
+                    tracing::error!(column, error = %e, "published values unavailable for a range filter");
+                    &[]
+                });
+                (values, *lo, *hi)
+            })
+            .collect();
+        Matcher::new(&self.index, &self.anos, &text, filters.ano, ranges)
+    }
+
+    /// The published values of a [`RANGED`] column, one per row, NaN where null. The input
+    /// column `autonomia_eletrica_km` is published rounded like every metric (`[casas]
+    /// metricas`); the others are the views' published columns.
+    pub fn published(&self, column: &str) -> PolarsResult<&[f64]> {
+        let Some(i) = RANGED.iter().position(|c| *c == column) else {
+            polars_bail!(ComputeError: "{column} is not a range-filter column");
+        };
+        let computed = self.published[i].get_or_init(|| {
+            let values = self.frame.column(column)?.cast(&DataType::Float64)?;
+            let round = column == "autonomia_eletrica_km";
+            let decimals = self.casas.metricas;
+            Ok(values
+                .f64()?
+                .iter()
+                .map(|v| match v {
+                    Some(x) if round => round_published(x, decimals),
+                    Some(x) => x,
+                    None => f64::NAN,
+                })
+                .collect())
+        });
+        match computed {
+            Ok(values) => Ok(values),
+            Err(e) => polars_bail!(ComputeError: "the published values of {column} could not be read: {e}"),
+        }
     }
 
     /// The rows (in catalog order) passing `filters`; `None` when there is no filter (every row).
@@ -303,7 +358,18 @@ impl Table {
         let cols = Cols::new(&frame)?;
         let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
         let _ = orders[0][1].set(Ok(eco_order));
-        Ok(Table { frame, ids, by_id, cols, anos, index, orders, memo: RwLock::default(), casas })
+        Ok(Table {
+            frame,
+            ids,
+            by_id,
+            cols,
+            anos,
+            index,
+            orders,
+            memo: RwLock::default(),
+            published: Default::default(),
+            casas,
+        })
     }
 }
 

@@ -207,15 +207,23 @@ pub struct Matcher<'a> {
     text: Vec<(&'a TextColumn, Vec<bool>)>,
     ano: Option<(i32, i32)>,
     anos: &'a [i32],
+    /// (published values by row, NaN for null; inclusive bounds).
+    ranges: Vec<(&'a [f64], f64, f64)>,
 }
 
 impl<'a> Matcher<'a> {
-    /// `text`: (column, folded needle) pairs; `ano`: inclusive year bounds.
-    /// `text`: (column, folded needle) pairs; `ano`: inclusive year bounds.
-    pub fn new(index: &'a TextIndex, anos: &'a [i32], text: &[(&str, &str)], ano: Option<(i32, i32)>) -> Matcher<'a> {
+    /// `text`: (column, folded needle) pairs; `ano`: inclusive year bounds; `ranges`: a
+    /// column's published values by row (NaN for null) and inclusive bounds.
+    pub fn new(
+        index: &'a TextIndex,
+        anos: &'a [i32],
+        text: &[(&str, &str)],
+        ano: Option<(i32, i32)>,
+        ranges: Vec<(&'a [f64], f64, f64)>,
+    ) -> Matcher<'a> {
         let text =
             text.iter().filter_map(|(column, needle)| index.column(column).map(|c| (c, c.matching(needle)))).collect();
-        Matcher { text, ano, anos }
+        Matcher { text, ano, anos, ranges }
     }
 
     /// Whether a row passes every filter.
@@ -226,7 +234,11 @@ impl<'a> Matcher<'a> {
                 return false;
             }
         }
-        self.text.iter().all(|(c, allowed)| c.code_at(row).is_some_and(|code| allowed[code as usize]))
+        // NaN (null) fails both comparisons; a row past the values (unreadable column) fails.
+        let in_range =
+            |(values, lo, hi): &(&[f64], f64, f64)| values.get(row as usize).is_some_and(|v| *v >= *lo && *v <= *hi);
+        self.ranges.iter().all(in_range)
+            && self.text.iter().all(|(c, allowed)| c.code_at(row).is_some_and(|code| allowed[code as usize]))
     }
 
     /// The rows (ascending: the table's rows are in catalog order) of the most selective text
@@ -301,7 +313,7 @@ mod tests {
         let rows = |text: &[(&str, &str)], ano: Option<(i32, i32)>| {
             let folded: Vec<(&str, String)> = text.iter().map(|(c, v)| (*c, fold(v))).collect();
             let pairs: Vec<(&str, &str)> = folded.iter().map(|(c, v)| (*c, v.as_str())).collect();
-            let m = Matcher::new(&index, &anos, &pairs, ano);
+            let m = Matcher::new(&index, &anos, &pairs, ano, vec![]);
             (0..4u32).filter(|r| m.matches(*r)).collect::<Vec<_>>()
         };
         assert_eq!(rows(&[("marca", "fiat")], None), [0, 1, 3]);
@@ -310,8 +322,8 @@ mod tests {
         assert_eq!(rows(&[("transmissao_tipo", "a")], None), [0, 3], "null never matches");
         assert_eq!(rows(&[("marca", "citroen")], Some((2022, 2022))), [2]);
         assert_eq!(rows(&[("marca", "%")], None), Vec::<u32>::new());
-        let m = Matcher::new(&index, &anos, &[("marca", "fiat"), ("modelo", "o")], None);
+        let m = Matcher::new(&index, &anos, &[("marca", "fiat"), ("modelo", "o")], None, vec![]);
         assert_eq!(m.candidates().unwrap(), [0, 1, 3], "the most selective filter gives the candidates");
-        assert!(Matcher::new(&index, &anos, &[], Some((2020, 2020))).candidates().is_none());
+        assert!(Matcher::new(&index, &anos, &[], Some((2020, 2020)), vec![]).candidates().is_none());
     }
 }

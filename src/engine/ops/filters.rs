@@ -28,6 +28,29 @@ impl TextFilter {
     }
 }
 
+/// The range filters (API-CONTRACT §7): the parameter's stem (`eco_score` for `eco_score_min`
+/// and `eco_score_max`) and the published column it bounds.
+pub const RANGES: [(&str, &str); 7] = [
+    ("eco_score", "eco_score"),
+    ("consumo", "consumo_referencia"),
+    ("co2", "co2_referencia_g_km"),
+    ("autonomia", "autonomia_km"),
+    ("eficiencia", "eficiencia_media_referencia"),
+    ("autonomia_eletrica", "autonomia_eletrica_km"),
+    ("custo", "custo_anual_estimado"),
+];
+
+/// Inclusive bounds on one published metric; a vehicle whose value is null fails any bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RangeFilter {
+    /// The parameters' stem, e.g. `co2`.
+    pub stem: &'static str,
+    /// The published column, e.g. `co2_referencia_g_km`.
+    pub column: &'static str,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
 /// The validated common filters of one request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filters {
@@ -36,16 +59,30 @@ pub struct Filters {
     pub ano: Option<i32>,
     pub ano_min: Option<i32>,
     pub ano_max: Option<i32>,
+    /// Range filters, in the order of [`RANGES`].
+    pub ranges: Vec<RangeFilter>,
 }
 
 impl Filters {
     pub fn is_empty(&self) -> bool {
-        self.text.is_empty() && self.ano.is_none() && self.ano_min.is_none() && self.ano_max.is_none()
+        self.text.is_empty()
+            && self.ano.is_none()
+            && self.ano_min.is_none()
+            && self.ano_max.is_none()
+            && self.ranges.is_empty()
     }
 
     /// The rows these filters select, as the table matches them.
     pub fn rows(&self) -> RowFilter {
-        RowFilter { text: self.text.iter().map(|f| (f.column, f.folded.clone())).collect(), ano: self.ano_bounds() }
+        RowFilter {
+            text: self.text.iter().map(|f| (f.column, f.folded.clone())).collect(),
+            ano: self.ano_bounds(),
+            ranges: self
+                .ranges
+                .iter()
+                .map(|r| (r.column, r.min.unwrap_or(f64::NEG_INFINITY), r.max.unwrap_or(f64::INFINITY)))
+                .collect(),
+        }
     }
 
     /// The inclusive year bounds (an exact year is both), or `None` without a year filter.

@@ -1,14 +1,38 @@
 //! Query-string parsing: raw pairs are checked once (unknown, repeated, empty) and turned into
 //! the engine's typed, validated values. Every rule answers VALIDATION_ERROR naming the parameter.
 
-use crate::engine::filters::{Filters, PageRequest, TextFilter};
+use crate::engine::filters::{Filters, PageRequest, RangeFilter, TextFilter, RANGES};
 use crate::engine::schema::{ANO_MAX, ANO_MIN};
 
 use crate::http::contract::error::ApiError;
 
-/// The common filter parameters.
-pub const FILTERS: &[&str] =
-    &["marca", "modelo", "categoria", "combustivel", "propulsao", "transmissao", "ano", "ano_min", "ano_max"];
+/// The common filter parameters: text, year and range filters (`<stem>_min` / `<stem>_max` for
+/// each stem of `engine::filters::RANGES`).
+pub const FILTERS: &[&str] = &[
+    "marca",
+    "modelo",
+    "categoria",
+    "combustivel",
+    "propulsao",
+    "transmissao",
+    "ano",
+    "ano_min",
+    "ano_max",
+    "eco_score_min",
+    "eco_score_max",
+    "consumo_min",
+    "consumo_max",
+    "co2_min",
+    "co2_max",
+    "autonomia_min",
+    "autonomia_max",
+    "eficiencia_min",
+    "eficiencia_max",
+    "autonomia_eletrica_min",
+    "autonomia_eletrica_max",
+    "custo_min",
+    "custo_max",
+];
 /// The pagination parameters.
 pub const PAGING: &[&str] = &["page", "page_size"];
 /// Largest page size.
@@ -163,7 +187,31 @@ impl QueryParams {
             }
         }
         let text = FILTERS.iter().filter_map(|name| self.get(name).and_then(|v| TextFilter::new(name, v))).collect();
-        Ok(Filters { text, ano, ano_min, ano_max })
+        let mut ranges = Vec::new();
+        for (stem, column) in RANGES {
+            let (lo_name, hi_name) = (format!("{stem}_min"), format!("{stem}_max"));
+            let (min, max) = (self.number(&lo_name)?, self.number(&hi_name)?);
+            if let (Some(lo), Some(hi)) = (min, max) {
+                if lo > hi {
+                    return Err(ApiError::validation(format!(
+                        "Parâmetro '{lo_name}' ({lo}) não pode ser maior que '{hi_name}' ({hi})"
+                    )));
+                }
+            }
+            if min.is_some() || max.is_some() {
+                ranges.push(RangeFilter { stem, column, min, max });
+            }
+        }
+        Ok(Filters { text, ano, ano_min, ano_max, ranges })
+    }
+
+    /// An optional finite number (a bound of a range filter).
+    pub fn number(&self, name: &str) -> Result<Option<f64>, ApiError> {
+        let Some(raw) = self.get(name) else { return Ok(None) };
+        match raw.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Some(v)),
+            _ => Err(ApiError::validation(format!("Parâmetro '{name}' deve ser um número finito"))),
+        }
     }
 
     /// page (≥ 1, default 1) and page_size (1–100, default 20).
@@ -246,6 +294,27 @@ mod tests {
             .contains("'ano_min' (2021) não pode ser maior"));
         let f = parse("ano_min=2020&ano_max=2020").unwrap().filters().unwrap();
         assert_eq!((f.ano_min, f.ano_max), (Some(2020), Some(2020)));
+    }
+
+    #[test]
+    fn range_rules() {
+        let f = parse("co2_max=120&eco_score_min=70.5").unwrap().filters().unwrap();
+        assert_eq!(f.ranges.len(), 2);
+        assert_eq!((f.ranges[0].stem, f.ranges[0].min, f.ranges[0].max), ("eco_score", Some(70.5), None));
+        assert_eq!((f.ranges[1].column, f.ranges[1].max), ("co2_referencia_g_km", Some(120.0)));
+        for bad in ["custo_min=abc", "custo_min=inf", "custo_min=NaN", "custo_min=1e400", "custo_min=-infinity"] {
+            assert_eq!(
+                message(parse(bad).unwrap().filters()),
+                "Parâmetro 'custo_min' deve ser um número finito",
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            message(parse("consumo_min=2&consumo_max=1.5").unwrap().filters()),
+            "Parâmetro 'consumo_min' (2) não pode ser maior que 'consumo_max' (1.5)"
+        );
+        let equal = parse("autonomia_eletrica_min=50&autonomia_eletrica_max=50").unwrap().filters().unwrap();
+        assert_eq!(equal.ranges[0].column, "autonomia_eletrica_km");
     }
 
     #[test]

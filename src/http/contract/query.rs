@@ -54,6 +54,55 @@ pub struct FilterQuery {
     /// Maximum model year (inclusive); not with ano.
     #[param(minimum = 1900, maximum = 2100)]
     ano_max: Option<i32>,
+    /// Lower bound (inclusive) of the published eco score (ecoScore, 0–100, one decimal); a vehicle without the value is left out.
+    /// A finite number, not greater than eco_score_max.
+    #[param(value_type = Option<f64>, example = 70.0)]
+    eco_score_min: Option<f64>,
+    /// Upper bound (inclusive) of the published eco score (ecoScore, 0–100, one decimal); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    eco_score_max: Option<f64>,
+    /// Lower bound (inclusive) of the published consumo_referencia (MJ/km); a vehicle without the value is left out.
+    /// A finite number, not greater than consumo_max.
+    #[param(value_type = Option<f64>)]
+    consumo_min: Option<f64>,
+    /// Upper bound (inclusive) of the published consumo_referencia (MJ/km); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    consumo_max: Option<f64>,
+    /// Lower bound (inclusive) of the published co2_referencia_g_km (g/km); a vehicle without the value is left out.
+    /// A finite number, not greater than co2_max.
+    #[param(value_type = Option<f64>)]
+    co2_min: Option<f64>,
+    /// Upper bound (inclusive) of the published co2_referencia_g_km (g/km); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>, example = 120.0)]
+    co2_max: Option<f64>,
+    /// Lower bound (inclusive) of the published autonomia_km (km); a vehicle without the value is left out.
+    /// A finite number, not greater than autonomia_max.
+    #[param(value_type = Option<f64>)]
+    autonomia_min: Option<f64>,
+    /// Upper bound (inclusive) of the published autonomia_km (km); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    autonomia_max: Option<f64>,
+    /// Lower bound (inclusive) of the published eficiencia_media_referencia (km/unidade); a vehicle without the value is left out.
+    /// A finite number, not greater than eficiencia_max.
+    #[param(value_type = Option<f64>)]
+    eficiencia_min: Option<f64>,
+    /// Upper bound (inclusive) of the published eficiencia_media_referencia (km/unidade); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    eficiencia_max: Option<f64>,
+    /// Lower bound (inclusive) of the published autonomia_eletrica_km (km, published with 2 decimals); a vehicle without the value is left out.
+    /// A finite number, not greater than autonomia_eletrica_max.
+    #[param(value_type = Option<f64>)]
+    autonomia_eletrica_min: Option<f64>,
+    /// Upper bound (inclusive) of the published autonomia_eletrica_km (km, published with 2 decimals); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    autonomia_eletrica_max: Option<f64>,
+    /// Lower bound (inclusive) of the published custo_anual_estimado (R$/ano, under the server's cost configuration); a vehicle without the value is left out.
+    /// A finite number, not greater than custo_max.
+    #[param(value_type = Option<f64>)]
+    custo_min: Option<f64>,
+    /// Upper bound (inclusive) of the published custo_anual_estimado (R$/ano, under the server's cost configuration); a vehicle without the value is left out.
+    #[param(value_type = Option<f64>)]
+    custo_max: Option<f64>,
 }
 
 /// Pagination parameters.

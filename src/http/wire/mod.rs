@@ -27,6 +27,13 @@ pub fn filters_applied(filters: &Filters) -> Map<String, Value> {
             m.insert(k.to_string(), Value::from(v));
         }
     }
+    for r in &filters.ranges {
+        for (suffix, bound) in [("min", r.min), ("max", r.max)] {
+            if let Some(v) = bound {
+                m.insert(format!("{}_{suffix}", r.stem), Value::from(v));
+            }
+        }
+    }
     m
 }
 
