@@ -15,7 +15,7 @@ pub mod ops;
 pub use dataset::{
     contain, diff, formula, load, publish, reload, schema, snapshot, state, store, table, text_index, views,
 };
-pub use ops::{catalog, compare, facets, filters, insights, profile, rankings, vehicles};
+pub use ops::{catalog, compare, facets, filters, insights, order, profile, rankings, vehicles};
 
 use dataset::snapshot::Snapshot;
 

@@ -45,7 +45,11 @@ fn envelope_order_and_nulls() {
     let generated = meta["generated_at"].as_str().unwrap();
     assert!(chrono::DateTime::parse_from_rfc3339(generated).is_ok() && generated.ends_with('Z'), "{generated}");
     assert!(meta.get("filters_applied").is_none(), "no filters → no filters_applied: {meta}");
-    assert_eq!(meta["pagination"], serde_json::json!({"page": 1, "page_size": 20, "total": 7, "total_pages": 1}));
+    // The whole list on one page: no cursor follows it.
+    assert_eq!(
+        meta["pagination"],
+        serde_json::json!({"page": 1, "page_size": 20, "total": 7, "total_pages": 1, "next_cursor": null})
+    );
 
     // marca, modelo, versao byte-wise ("BYD" < "Citroën" < "Fiat" < "Toyota" < "fiat"), ano desc, id.
     let data = &body["data"]["data"];
@@ -122,11 +126,12 @@ fn pagination_pages_and_past_the_end() {
     let app = TestApp::with_rows(&fixture());
     let (_, body) = app.get("/catalog/vehicles?page=2&page_size=3");
     assert_eq!(ids(&body["data"]["data"]), vec![uid(7), uid(1), uid(6)]);
-    assert_eq!(
-        body["data"]["meta"]["pagination"],
-        serde_json::json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3})
-    );
+    let mut pagination = body["data"]["meta"]["pagination"].clone();
+    assert!(pagination["next_cursor"].is_string(), "a later page holds items: {pagination}");
+    pagination.as_object_mut().unwrap().remove("next_cursor");
+    assert_eq!(pagination, serde_json::json!({"page": 2, "page_size": 3, "total": 7, "total_pages": 3}));
     let (_, body) = app.get("/catalog/vehicles?page=3&page_size=3");
+    assert!(body["data"]["meta"]["pagination"]["next_cursor"].is_null());
     assert_eq!(ids(&body["data"]["data"]), vec![uid(5)]);
     let (_, body) = app.get("/catalog/vehicles?page=9&page_size=3");
     assert_eq!(body["data"]["data"]["items"], serde_json::json!([]));
@@ -134,7 +139,7 @@ fn pagination_pages_and_past_the_end() {
     let (_, body) = app.get("/catalog/vehicles?marca=nada");
     assert_eq!(
         body["data"]["meta"]["pagination"],
-        serde_json::json!({"page": 1, "page_size": 20, "total": 0, "total_pages": 0})
+        serde_json::json!({"page": 1, "page_size": 20, "total": 0, "total_pages": 0, "next_cursor": null})
     );
 }
 

@@ -388,7 +388,10 @@ fn lists_order_paginate_and_validate() {
     // published as 13.0), 12, 11.5, 10; 9 has no efficiency.
     let (data, meta) = get_ok(&app, "/insights/efficiency");
     assert_eq!(ids(&data), uids(&[5, 11, 6, 2, 1, 7, 10, 3, 8, 4]));
-    assert_eq!(meta["pagination"], json!({"page": 1, "page_size": 20, "total": 10, "total_pages": 1}));
+    assert_eq!(
+        meta["pagination"],
+        json!({"page": 1, "page_size": 20, "total": 10, "total_pages": 1, "next_cursor": null})
+    );
     assert_eq!(meta["filters_applied"], json!({}));
     let first = &data["items"][0];
     assert_eq!(first["autonomiaKm"], Value::Null, "electric without range: {first}");
@@ -416,7 +419,10 @@ fn lists_order_paginate_and_validate() {
     // By hand: scores 100 (5), 100 (11), 80, 60, 51.6, 49.3, 40, 17.5, 0; 8 and 9 unscored.
     let (data, meta) = get_ok(&app, "/insights/eco-scores");
     assert_eq!(ids(&data), uids(&[5, 11, 3, 2, 7, 6, 1, 10, 4]));
-    assert_eq!(meta["pagination"], json!({"page": 1, "page_size": 20, "total": 9, "total_pages": 1}));
+    assert_eq!(
+        meta["pagination"],
+        json!({"page": 1, "page_size": 20, "total": 9, "total_pages": 1, "next_cursor": null})
+    );
     let faixas: Vec<&str> = data["items"].as_array().unwrap().iter().map(|i| i["faixa"].as_str().unwrap()).collect();
     assert_eq!(
         faixas,
@@ -442,8 +448,12 @@ fn lists_order_paginate_and_validate() {
                 let (data, meta) = get_ok(&app, &url);
                 let want: Vec<Value> = expected.iter().skip((page - 1) * size).take(size).cloned().collect();
                 assert_eq!(data, json!({ "items": want }), "{url}");
+                // A next cursor exactly when a later item exists.
+                let mut pagination = meta["pagination"].clone();
+                let cursor = pagination.as_object_mut().unwrap().remove("next_cursor").unwrap();
+                assert_eq!(cursor.is_string(), page * size < total, "{url}: {cursor}");
                 assert_eq!(
-                    meta["pagination"],
+                    pagination,
                     json!({"page": page, "page_size": size, "total": total, "total_pages": pages}),
                     "{url}"
                 );
@@ -460,7 +470,10 @@ fn lists_order_paginate_and_validate() {
     assert!(page(4).is_empty());
     let (data, meta) = get_ok(&app, "/insights/efficiency?page=1000000&page_size=100");
     assert_eq!(data, json!({"items": []}));
-    assert_eq!(meta["pagination"], json!({"page": 1000000, "page_size": 100, "total": 10, "total_pages": 1}));
+    assert_eq!(
+        meta["pagination"],
+        json!({"page": 1000000, "page_size": 100, "total": 10, "total_pages": 1, "next_cursor": null})
+    );
 
     // Parameters: FILTERS everywhere, PAGING only on the two lists.
     let cases = [

@@ -9,6 +9,7 @@ mod compare;
 mod formats;
 mod insights;
 mod keys;
+mod lists;
 mod operations;
 mod precision;
 mod rankings;

@@ -1,15 +1,25 @@
 //! The catalog listing: filters, the contract's order, one page.
 
-use super::filters::{Filters, Page, PageRequest};
+use polars::prelude::PolarsResult;
+
+use super::filters::{Filters, Page, Window};
+use super::order::{ordered, SortKey};
 use crate::engine::dataset::table::Table;
 
-/// One page of the filtered catalog in catalog order (marca, modelo, versao byte-wise, ano
-/// descending, id): the rows of the page. The table stores its rows in that order and a
-/// selection keeps it, so a page is a slice: no per-request sort.
-pub fn list(table: &Table, filters: &Filters, page: PageRequest) -> Page<u32> {
-    let (rows, total): (Vec<u32>, usize) = match table.selection(&filters.rows()) {
-        None => (page.range(table.len()).map(|r| r as u32).collect(), table.len()),
-        Some(rows) => (rows[page.range(rows.len())].to_vec(), rows.len()),
+/// One page of the filtered catalog: the rows of the page. Without sort keys, in catalog order
+/// (marca, modelo, versao byte-wise, ano descending, id): the table stores its rows in that
+/// order and a selection keeps it, so a page is a slice with no per-request sort. With keys,
+/// the selection in their order (see `order`).
+pub fn list(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Page<u32>> {
+    let selection = table.selection(&filters.rows());
+    if !keys.is_empty() {
+        let all = ordered(table, selection.as_deref(), keys)?;
+        let range = window.range(all.len());
+        return Ok(Page { items: all[range].to_vec(), total: all.len() });
+    }
+    let (rows, total): (Vec<u32>, usize) = match selection {
+        None => (window.range(table.len()).map(|r| r as u32).collect(), table.len()),
+        Some(rows) => (rows[window.range(rows.len())].to_vec(), rows.len()),
     };
-    Page { items: rows, total }
+    Ok(Page { items: rows, total })
 }

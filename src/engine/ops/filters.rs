@@ -131,6 +131,27 @@ pub fn sorted(lf: LazyFrame, keys: &[(&str, bool)]) -> LazyFrame {
     lf.sort_by_exprs(exprs, SortMultipleOptions::default().with_order_descending_multi(desc).with_nulls_last(true))
 }
 
+/// Which part of a list one request answers: a page by number, or `size` items from a position
+/// (a cursor's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    Page(PageRequest),
+    From { position: usize, size: u32 },
+}
+
+impl Window {
+    /// The positions it covers in a list of `total` items (empty past the end).
+    pub fn range(&self, total: usize) -> std::ops::Range<usize> {
+        match *self {
+            Window::Page(p) => p.range(total),
+            Window::From { position, size } => {
+                let start = position.min(total);
+                start..start.saturating_add(size as usize).min(total)
+            }
+        }
+    }
+}
+
 impl PageRequest {
     /// The range of positions of this page in a list of `total` items (empty past the end).
     pub fn range(&self, total: usize) -> std::ops::Range<usize> {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use super::filters::{published_mean, Filters, Page, PageRequest};
+use super::filters::{published_mean, Filters, Page, Window};
+use super::order::{ordered, SortKey};
 use crate::engine::dataset::table::Table;
 
 const ECO_SCORE: &str = "eco_score";
@@ -225,15 +226,33 @@ fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Summary> {
 /// The filtered vehicles with a non-null `metric`, by `metric` descending then id, one page
 /// (its rows): the metric's order (computed once per table) walked once, counting the matches
 /// and keeping the page's rows.
-fn ranked_page(table: &Table, filters: &Filters, metric: &str, page: PageRequest) -> PolarsResult<Page<u32>> {
+/// With sort keys, the same vehicles in the keys' order (see `order`).
+fn ranked_page(
+    table: &Table,
+    filters: &Filters,
+    metric: &str,
+    window: Window,
+    keys: &[SortKey],
+) -> PolarsResult<Page<u32>> {
     let order = table.order(metric, true)?;
+    if !keys.is_empty() {
+        let members: Vec<u32> = if filters.is_empty() {
+            order.to_vec()
+        } else {
+            let matcher = table.matcher(&filters.rows());
+            order.iter().copied().filter(|&r| matcher.matches(r)).collect()
+        };
+        let all = ordered(table, Some(&members), keys)?;
+        let range = window.range(all.len());
+        return Ok(Page { items: all[range].to_vec(), total: all.len() });
+    }
     if filters.is_empty() {
-        let range = page.range(order.len());
+        let range = window.range(order.len());
         return Ok(Page { items: order[range].to_vec(), total: order.len() });
     }
-    let range = page.range(usize::MAX);
+    let range = window.range(usize::MAX);
     let matcher = table.matcher(&filters.rows());
-    let mut rows = Vec::with_capacity(page.page_size as usize);
+    let mut rows = Vec::with_capacity(range.len().min(1024));
     let mut total = 0usize;
     for &r in order {
         if matcher.matches(r) {
@@ -248,13 +267,13 @@ fn ranked_page(table: &Table, filters: &Filters, metric: &str, page: PageRequest
 
 /// `GET /insights/efficiency`: the rows of the vehicles with an efficiency, by
 /// eficiencia_media_referencia descending, then id.
-pub fn efficiency(table: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<u32>> {
-    ranked_page(table, filters, EFICIENCIA, page)
+pub fn efficiency(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Page<u32>> {
+    ranked_page(table, filters, EFICIENCIA, window, keys)
 }
 
 /// `GET /insights/eco-scores`: the rows of the scored vehicles, by eco score descending, then id.
-pub fn eco_scores(table: &Table, filters: &Filters, page: PageRequest) -> PolarsResult<Page<u32>> {
-    ranked_page(table, filters, ECO_SCORE, page)
+pub fn eco_scores(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Page<u32>> {
+    ranked_page(table, filters, ECO_SCORE, window, keys)
 }
 
 /// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod facets;
 pub mod filters;
 pub mod insights;
+pub mod order;
 pub mod profile;
 pub mod rankings;
 pub mod vehicles;

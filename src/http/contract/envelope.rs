@@ -20,12 +20,20 @@ use crate::http::contract::error::ApiError;
 use crate::http::contract::state::{AppState, RequestId, DATASET_VERSION};
 
 /// `meta.pagination`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Pagination {
+    /// The page number (with `cursor`: the page of `page_size` items the cursor's position
+    /// falls in).
     pub page: u64,
     pub page_size: u32,
     pub total: u64,
     pub total_pages: u64,
+    /// `/catalog/vehicles`, `/insights/efficiency` and `/insights/eco-scores` only: the cursor of
+    /// the page after this one (pass it as `cursor`, with the same filters and sort); null when
+    /// no item follows this page's last one. Absent on other lists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, nullable = true)]
+    pub next_cursor: Option<Option<String>>,
 }
 
 impl Pagination {
@@ -37,6 +45,7 @@ impl Pagination {
             page_size: page.page_size,
             total,
             total_pages: total.div_ceil(page.page_size as u64),
+            next_cursor: None,
         }
     }
 }

@@ -23,6 +23,8 @@ pub enum ApiError {
     UriTooLong(usize),
     /// 415: POST without `Content-Type: application/json`.
     UnsupportedMediaType,
+    /// 409: a cursor made on another dataset version (the version it was made on).
+    DatasetChanged(String),
     /// 429: per-key quota exceeded; retry after this many seconds.
     RateLimited(u64),
     /// 431: header block over the limit, in bytes.
@@ -41,7 +43,7 @@ pub enum ApiError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, METHOD_NOT_ALLOWED,
-    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, RATE_LIMITED,
+    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, DATASET_CHANGED, RATE_LIMITED,
     /// HEADERS_TOO_LARGE, INTERNAL_ERROR, SERVICE_UNAVAILABLE.
     pub code: &'static str,
     /// Human-readable message in Portuguese.
@@ -87,6 +89,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::DatasetChanged(_) => StatusCode::CONFLICT,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -104,6 +107,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "PAYLOAD_TOO_LARGE",
             ApiError::UriTooLong(_) => "URI_TOO_LONG",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            ApiError::DatasetChanged(_) => "DATASET_CHANGED",
             ApiError::RateLimited(_) => "RATE_LIMITED",
             ApiError::HeadersTooLarge(_) => "HEADERS_TOO_LARGE",
             ApiError::Internal => "INTERNAL_ERROR",
@@ -121,6 +125,10 @@ impl ApiError {
             ApiError::PayloadTooLarge(limit) => format!("Corpo da requisição excede o limite de {limit} bytes"),
             ApiError::UriTooLong(limit) => format!("URL da requisição excede o limite de {limit} bytes"),
             ApiError::UnsupportedMediaType => "Content-Type deve ser application/json".into(),
+            ApiError::DatasetChanged(made_on) => format!(
+                "O cursor foi emitido para a versão {made_on} do conjunto de dados, que não está mais em uso; \
+                 recomece a listagem sem cursor"
+            ),
             ApiError::HeadersTooLarge(limit) => {
                 format!("Cabeçalhos da requisição excedem o limite de {limit} bytes")
             }

@@ -3,6 +3,7 @@
 //! response headers (ETags, caching, quotas) and the shared state. It imports no other room of
 //! `http`.
 
+pub mod cursor;
 pub mod envelope;
 pub mod error;
 pub mod headers;

@@ -117,3 +117,37 @@ pub struct PageQuery {
     #[param(minimum = 1, maximum = 100, default = 20)]
     page_size: Option<i64>,
 }
+
+/// The list query language: sort, field selection and cursors (`/catalog/vehicles`,
+/// `/insights/efficiency`, `/insights/eco-scores`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct ListQuery {
+    /// Order of the list: one or more fields of the items, as the items name them, separated by
+    /// commas; `-` before a field for descending (e.g. `-ano,marca` or `-ecoScore`). Nulls last
+    /// in either direction; the id ascending is always the last tie-breaker; text compared
+    /// byte-wise. Unknown or repeated field: 400. Without it, the list's own order.
+    #[param(example = "-ano,marca")]
+    sort: Option<String>,
+    /// The fields of each item, in this order, separated by commas (also the columns of CSV,
+    /// Parquet and Arrow answers). Unknown or repeated field: 400. Without it, every field.
+    #[param(example = "id,marca,modelo")]
+    fields: Option<String>,
+    /// `meta.pagination.next_cursor` of the previous page (or its `X-Next-Cursor` header): the
+    /// page after it, at the same cost at any depth. Send the same filters and sort (page_size,
+    /// fields and format may change); not with `page`. A cursor made for other filters or sort,
+    /// or changed by hand: 400; made on another dataset version: 409 DATASET_CHANGED.
+    cursor: Option<String>,
+}
+
+/// Field selection (`/rankings/custom`).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct FieldsQuery {
+    /// The fields of each item, in this order, separated by commas (also the columns of CSV,
+    /// Parquet and Arrow answers). Unknown or repeated field: 400. Without it, every field.
+    #[param(example = "vehicleId,marca,ecoScore")]
+    fields: Option<String>,
+}

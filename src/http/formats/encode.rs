@@ -101,7 +101,7 @@ pub struct RowWriter<'a> {
 }
 
 impl<'a> RowWriter<'a> {
-    pub fn new(table: &'a Table, fields: Fields) -> PolarsResult<RowWriter<'a>> {
+    pub fn new(table: &'a Table, fields: &[(&'static str, Source)]) -> PolarsResult<RowWriter<'a>> {
         let column = |name: &str| table.frame().column(name);
         let fields = fields
             .iter()
@@ -175,7 +175,7 @@ impl<'a> RowWriter<'a> {
 }
 
 /// `{"items":[...]}` of rows with a field list.
-pub fn items(table: &Table, rows: &[u32], fields: Fields) -> PolarsResult<Vec<u8>> {
+pub fn items(table: &Table, rows: &[u32], fields: &[(&'static str, Source)]) -> PolarsResult<Vec<u8>> {
     let writer = RowWriter::new(table, fields)?;
     let mut out = Vec::with_capacity(64 + rows.len() * 320);
     out.extend_from_slice(br#"{"items":"#);

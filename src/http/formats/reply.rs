@@ -15,6 +15,10 @@ use super::{Format, TOTAL_COUNT};
 
 /// A list answer: `data` is the envelope's `data.data` for JSON, the whole body otherwise;
 /// `total` is the length of the whole list (the pagination total on paginated operations).
+/// Header carrying `meta.pagination.next_cursor` (for CSV, NDJSON, Parquet and Arrow answers,
+/// which have no `meta`; JSON answers carry it too).
+pub const NEXT_CURSOR: &str = "x-next-cursor";
+
 pub fn list_reply(
     ctx: &Ctx,
     uri: &Uri,
@@ -25,7 +29,7 @@ pub fn list_reply(
     total: usize,
 ) -> Response {
     let mut res = match format {
-        Format::Json => ctx.reply_json(data, filters, pagination).into_response(),
+        Format::Json => ctx.reply_json(data, filters, pagination.clone()).into_response(),
         other => {
             let mut res = data.into_response();
             let h = res.headers_mut();
@@ -38,6 +42,11 @@ pub fn list_reply(
     };
     let h = res.headers_mut();
     h.insert(TOTAL_COUNT, HeaderValue::from(total as u64));
+    if let Some(Some(next)) = pagination.as_ref().and_then(|p| p.next_cursor.as_ref()) {
+        if let Ok(v) = HeaderValue::from_str(next) {
+            h.insert(NEXT_CURSOR, v);
+        }
+    }
     if let Some(link) = pagination.and_then(|p| links(uri, &p)) {
         if let Ok(v) = HeaderValue::from_str(&link) {
             h.insert(header::LINK, v);
@@ -48,7 +57,14 @@ pub fn list_reply(
 
 /// `Link` of a page: `next` when a later page holds items, `prev` when the page is not the first
 /// (for a page past the end, `prev` is the last page that holds items, or page 1).
+///
+/// A page asked by cursor links only `next`, by the next cursor (no page numbers).
 pub fn links(uri: &Uri, p: &Pagination) -> Option<String> {
+    let by_cursor = form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()).any(|(k, _)| k == "cursor");
+    if by_cursor {
+        let next = p.next_cursor.as_ref()?.as_ref()?;
+        return Some(format!("<{}>; rel=\"next\"", cursor_target(uri, next)));
+    }
     let mut rels = Vec::new();
     if p.page < p.total_pages {
         rels.push((p.page + 1, "next"));
@@ -62,6 +78,19 @@ pub fn links(uri: &Uri, p: &Pagination) -> Option<String> {
     let parts: Vec<String> =
         rels.into_iter().map(|(page, rel)| format!("<{}>; rel=\"{rel}\"", page_target(uri, page))).collect();
     Some(parts.join(", "))
+}
+
+/// The request's path and query with `cursor` set to `cursor` (other parameters kept, in order).
+fn cursor_target(uri: &Uri, cursor: &str) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in form_urlencoded::parse(uri.query().unwrap_or("").as_bytes()) {
+        if k == "cursor" {
+            query.append_pair("cursor", cursor);
+        } else if !(k.is_empty() && v.is_empty()) {
+            query.append_pair(&k, &v);
+        }
+    }
+    format!("{}?{}", uri.path(), query.finish())
 }
 
 /// The request's path and query with `page` set to `page` (other parameters kept, in order).
@@ -89,7 +118,7 @@ mod tests {
     use super::*;
 
     fn pagination(page: u64, total: u64) -> Pagination {
-        Pagination { page, page_size: 10, total, total_pages: total.div_ceil(10) }
+        Pagination { page, page_size: 10, total, total_pages: total.div_ceil(10), next_cursor: None }
     }
 
     #[test]

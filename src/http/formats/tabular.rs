@@ -59,7 +59,7 @@ pub const EXPORT_FIELDS: Fields = &[
 /// `rows` of `table` as a frame with one column per field (the field's wire name), in order.
 /// Text is plain (dictionaries decoded), numbers keep their published value, and a non-finite
 /// float is null, exactly as the JSON encoder writes them.
-pub fn frame_of(table: &Table, rows: &[u32], fields: Fields) -> PolarsResult<DataFrame> {
+pub fn frame_of(table: &Table, rows: &[u32], fields: &[(&'static str, Source)]) -> PolarsResult<DataFrame> {
     let take = IdxCa::from_vec(PlSmallStr::EMPTY, rows.to_vec());
     let column = |name: &str| -> PolarsResult<Column> { table.frame().column(name)?.take(&take) };
     let columns = fields
@@ -114,7 +114,12 @@ pub fn write_frame(df: &mut DataFrame, format: Format, out: impl Write) -> Polar
 
 /// The data part of a list answer made of table rows: `{"items": [...]}` for JSON (the existing
 /// encoder), one item per line for NDJSON, else the rows' frame in that format.
-pub fn table_rows(table: &Table, rows: &[u32], fields: Fields, format: Format) -> PolarsResult<Vec<u8>> {
+pub fn table_rows(
+    table: &Table,
+    rows: &[u32],
+    fields: &[(&'static str, Source)],
+    format: Format,
+) -> PolarsResult<Vec<u8>> {
     match format {
         Format::Json => encode::items(table, rows, fields),
         Format::Ndjson => {

@@ -10,12 +10,13 @@ use crate::engine::catalog;
 use crate::http::contract::envelope::{Ctx, Envelope, Items};
 use crate::http::contract::error::ApiError;
 use crate::http::contract::params::{QueryParams, FILTERS, PAGING};
-use crate::http::contract::query::{FilterQuery, PageQuery};
+use crate::http::contract::query::{FilterQuery, ListQuery, PageQuery};
 use crate::http::contract::state::AppState;
 use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
+use crate::http::routes::listing::{self, ListRequest};
 use crate::http::wire::catalog::CatalogVehicle;
-use crate::http::wire::{filters_applied, Pagination};
+use crate::http::wire::filters_applied;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_vehicles))
@@ -30,10 +31,11 @@ pub fn router() -> OpenApiRouter<AppState> {
     get,
     path = "/catalog/vehicles",
     tag = "catalog",
-    params(FilterQuery, PageQuery),
+    params(FilterQuery, PageQuery, ListQuery),
     responses(
         (status = 200, description = "One page of vehicles", body = Envelope<Items<CatalogVehicle>>),
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
+        (status = 409, description = "DATASET_CHANGED: the cursor was made on another dataset version; start the list again without it", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn list_vehicles(
@@ -42,15 +44,17 @@ pub async fn list_vehicles(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, listing::LIST, formats::PARAM])?;
     let format = formats::negotiate(&params, &headers, formats::LIST)?;
-    let (filters, page) = (params.filters()?, params.page()?);
+    let filters = params.filters()?;
+    let list = ListRequest::parse(&params, uri.path(), encode::CATALOG_VEHICLE)?;
+    list.check_version(&ctx.snapshot.info.version)?;
     let applied = (!filters.is_empty()).then(|| filters_applied(&filters));
     let (data, pagination) = ctx
         .run(move |s| {
-            let rows = catalog::list(s, &filters, page);
-            let data = tabular::table_rows(s, &rows.items, encode::CATALOG_VEHICLE, format)?;
-            Ok((data, Pagination::of(page, rows.total)))
+            let rows = catalog::list(s, &filters, list.window, &list.keys)?;
+            let data = tabular::table_rows(s, &rows.items, &list.fields, format)?;
+            Ok((data, list.pagination(&s.info.version, rows.total)))
         })
         .await?;
     let total = pagination.total as usize;

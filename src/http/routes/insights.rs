@@ -12,12 +12,13 @@ use crate::engine::insights;
 use crate::http::contract::envelope::{Ctx, Envelope, Items, Reply};
 use crate::http::contract::error::ApiError;
 use crate::http::contract::params::{QueryParams, FILTERS, PAGING};
-use crate::http::contract::query::{FilterQuery, PageQuery};
+use crate::http::contract::query::{FilterQuery, ListQuery, PageQuery};
 use crate::http::contract::state::AppState;
 use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
+use crate::http::routes::listing::{self, ListRequest};
+use crate::http::wire::filters_applied;
 use crate::http::wire::insights::{BrandAggregate, EcoScoreItem, EfficiencyItem, EmissionsSummary, InsightsSummary};
-use crate::http::wire::{filters_applied, Pagination};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -63,10 +64,11 @@ pub async fn summary(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Insigh
     get,
     path = "/insights/efficiency",
     tag = "insights",
-    params(FilterQuery, PageQuery),
+    params(FilterQuery, PageQuery, ListQuery),
     responses(
         (status = 200, description = "One page of efficiency items", body = Envelope<Items<EfficiencyItem>>),
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
+        (status = 409, description = "DATASET_CHANGED: the cursor was made on another dataset version; start the list again without it", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn efficiency(
@@ -75,15 +77,17 @@ pub async fn efficiency(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, listing::LIST, formats::PARAM])?;
     let format = formats::negotiate(&params, &headers, formats::LIST)?;
-    let (filters, page) = (params.filters()?, params.page()?);
+    let filters = params.filters()?;
+    let list = ListRequest::parse(&params, uri.path(), encode::EFFICIENCY_ITEM)?;
+    list.check_version(&ctx.snapshot.info.version)?;
     let applied = filters_applied(&filters);
     let (data, pagination) = ctx
         .run(move |s| {
-            let rows = insights::efficiency(s, &filters, page)?;
-            let data = tabular::table_rows(s, &rows.items, encode::EFFICIENCY_ITEM, format)?;
-            Ok((data, Pagination::of(page, rows.total)))
+            let rows = insights::efficiency(s, &filters, list.window, &list.keys)?;
+            let data = tabular::table_rows(s, &rows.items, &list.fields, format)?;
+            Ok((data, list.pagination(&s.info.version, rows.total)))
         })
         .await?;
     let total = pagination.total as usize;
@@ -99,10 +103,11 @@ pub async fn efficiency(
     get,
     path = "/insights/eco-scores",
     tag = "insights",
-    params(FilterQuery, PageQuery),
+    params(FilterQuery, PageQuery, ListQuery),
     responses(
         (status = 200, description = "One page of eco score items", body = Envelope<Items<EcoScoreItem>>),
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
+        (status = 409, description = "DATASET_CHANGED: the cursor was made on another dataset version; start the list again without it", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn eco_scores(
@@ -111,15 +116,17 @@ pub async fn eco_scores(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, formats::PARAM])?;
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, PAGING, listing::LIST, formats::PARAM])?;
     let format = formats::negotiate(&params, &headers, formats::LIST)?;
-    let (filters, page) = (params.filters()?, params.page()?);
+    let filters = params.filters()?;
+    let list = ListRequest::parse(&params, uri.path(), encode::ECO_SCORE_ITEM)?;
+    list.check_version(&ctx.snapshot.info.version)?;
     let applied = filters_applied(&filters);
     let (data, pagination) = ctx
         .run(move |s| {
-            let rows = insights::eco_scores(s, &filters, page)?;
-            let data = tabular::table_rows(s, &rows.items, encode::ECO_SCORE_ITEM, format)?;
-            Ok((data, Pagination::of(page, rows.total)))
+            let rows = insights::eco_scores(s, &filters, list.window, &list.keys)?;
+            let data = tabular::table_rows(s, &rows.items, &list.fields, format)?;
+            Ok((data, list.pagination(&s.info.version, rows.total)))
         })
         .await?;
     let total = pagination.total as usize;

@@ -6,6 +6,7 @@ pub mod export;
 pub mod facets;
 pub mod health;
 pub mod insights;
+pub mod listing;
 pub mod methodology;
 pub mod metrics;
 pub mod rankings;

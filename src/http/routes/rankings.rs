@@ -11,10 +11,11 @@ use crate::engine::rankings::{self, GroupBy, RankingQuery, DEFAULT_GROUP_TOP, DE
 use crate::http::contract::envelope::{Ctx, Envelope, Items, RawReply, Reply};
 use crate::http::contract::error::ApiError;
 use crate::http::contract::params::{QueryParams, FILTERS};
-use crate::http::contract::query::FilterQuery;
+use crate::http::contract::query::{FieldsQuery, FilterQuery};
 use crate::http::contract::state::AppState;
 use crate::http::formats::encode;
 use crate::http::formats::{self, tabular};
+use crate::http::routes::listing;
 use crate::http::wire::rankings::{
     fixed_answers, ranking_applied, Co2RankingItem, FixedAnswers, FixedRanking, FixedRankingItem, MetricParam,
     OrderParam, Overview, RankingGroups, RankingItem, METRICS, ORDERS,
@@ -95,21 +96,22 @@ fn ranking_query_of(params: &QueryParams, default_top: u32) -> Result<RankingQue
     get,
     path = "/rankings/custom",
     tag = "rankings",
-    params(FilterQuery, CustomRankingQuery),
+    params(FilterQuery, CustomRankingQuery, FieldsQuery),
     responses(
         (status = 200, description = "The ranked vehicles", body = Envelope<Items<RankingItem>>),
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn custom(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Response, ApiError> {
-    let params = QueryParams::parse(query.as_deref(), &[FILTERS, RANKING, formats::PARAM])?;
+    let params = QueryParams::parse(query.as_deref(), &[FILTERS, RANKING, listing::FIELDS, formats::PARAM])?;
     let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let q = ranking_query_of(&params, DEFAULT_TOP)?;
+    let fields = listing::fields(&params, encode::RANKING_ITEM)?;
     let applied = ranking_applied(&q, None);
     let (data, total) = ctx
         .run(move |s| {
             let rows = rankings::custom(s, &q)?;
-            Ok((tabular::table_rows(s, &rows, encode::RANKING_ITEM, format)?, rows.len()))
+            Ok((tabular::table_rows(s, &rows, &fields, format)?, rows.len()))
         })
         .await?;
     Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), None, total))
