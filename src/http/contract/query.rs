@@ -128,11 +128,9 @@ pub struct ListQuery {
     /// commas; `-` before a field for descending (e.g. `-ano,marca` or `-ecoScore`). Nulls last
     /// in either direction; the id ascending is always the last tie-breaker; text compared
     /// byte-wise. Unknown or repeated field: 400. Without it, the list's own order.
-    #[param(example = "-ano,marca")]
     sort: Option<String>,
     /// The fields of each item, in this order, separated by commas (also the columns of CSV,
     /// Parquet and Arrow answers). Unknown or repeated field: 400. Without it, every field.
-    #[param(example = "id,marca,modelo")]
     fields: Option<String>,
     /// `meta.pagination.next_cursor` of the previous page (or its `X-Next-Cursor` header): the
     /// page after it, at the same cost at any depth. Send the same filters and sort (page_size,

@@ -140,8 +140,65 @@ pub fn to_json(doc: &OpenApi) -> Value {
     crate::http::formats::document::annotate(&mut v);
     flatten_single_one_of(&mut v);
     require_nullable_fields(&mut v);
+    describe_list_fields(&mut v);
     add_sample_examples(&mut v);
     v
+}
+
+/// The lists with `sort` / `fields` and the fields of their items (the encoder's lists, so the
+/// document names exactly the fields the service accepts).
+const SELECTABLE: [(&str, crate::http::formats::encode::Fields); 4] = [
+    ("/catalog/vehicles", crate::http::formats::encode::CATALOG_VEHICLE),
+    ("/insights/efficiency", crate::http::formats::encode::EFFICIENCY_ITEM),
+    ("/insights/eco-scores", crate::http::formats::encode::ECO_SCORE_ITEM),
+    ("/rankings/custom", crate::http::formats::encode::RANKING_ITEM),
+];
+
+/// What OpenAPI can say of `sort` and `fields` per list: a pattern over the item's field names
+/// (repetition is the one rule it cannot express), and an item schema that admits the subset of
+/// fields `fields` selects (a copy of the envelope whose items are the full item or any subset
+/// of its properties).
+fn describe_list_fields(doc: &mut Value) {
+    for (path, fields) in SELECTABLE {
+        let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+        let alt = names.join("|");
+        let Some(op) = doc.pointer_mut(&format!("/paths/{}/get", path.replace('/', "~1"))) else { continue };
+        if let Some(params) = op.get_mut("parameters").and_then(Value::as_array_mut) {
+            for p in params.iter_mut() {
+                let pattern = match p["name"].as_str() {
+                    Some("sort") => format!("^-?({alt})(,-?({alt}))*$"),
+                    Some("fields") => format!("^({alt})(,({alt}))*$"),
+                    _ => continue,
+                };
+                p["schema"]["pattern"] = Value::String(pattern);
+                let extra = format!(" Fields: {}.", names.join(", "));
+                if let Some(d) = p["description"].as_str() {
+                    p["description"] = Value::String(format!("{d}{extra}"));
+                }
+            }
+        }
+        let json_schema = op.pointer("/responses/200/content/application~1json/schema/$ref").and_then(Value::as_str);
+        let Some(envelope) = json_schema.and_then(|r| r.strip_prefix("#/components/schemas/")).map(str::to_string)
+        else {
+            continue;
+        };
+        let selectable = format!("{envelope}_Selectable");
+        op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"] =
+            Value::String(format!("#/components/schemas/{selectable}"));
+        let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(Value::as_object_mut) else { continue };
+        let Some(mut copy) = schemas.get(&envelope).cloned() else { continue };
+        let Some(items) = copy.pointer_mut("/properties/data/properties/data/properties/items/items") else { continue };
+        let item_ref = items.clone();
+        let item_name = item_ref["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/"));
+        let properties = item_name.and_then(|n| schemas.get(n)).map(|s| s["properties"].clone()).unwrap_or(json!({}));
+        *items = json!({"anyOf": [item_ref, {
+            "type": "object",
+            "description": "With `fields`: only the named fields, in the order given.",
+            "properties": properties,
+            "additionalProperties": false,
+        }]});
+        schemas.insert(selectable, copy);
+    }
 }
 
 /// `GET /openapi.json`, `GET /docs` and the script of the docs page.
