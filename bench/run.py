@@ -337,6 +337,22 @@ def bench_size(args, rows, results):
             row["summary_32"] = wrk(server.url, [f"/insights/summary?marca={b}" for b in brands], args.seconds)
             row["catalog_32"] = wrk(server.url, [f"/catalog/vehicles?page=2&marca={b}" for b in brands], args.seconds)
 
+            # The list query language: a range-filtered, sorted catalog page, and the page reached
+            # by a cursor 5,000 pages deep in the same list (the cursor comes from page 4,999's
+            # next_cursor), each its median over one keep-alive connection.
+            listq = "/catalog/vehicles?eco_score_min=40&co2_max=200&sort=-ano,marca&page_size=20"
+            row["list_first_p50_s"] = p50_sequential(server, [listq], 40)
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+            status, body = get(conn, f"{listq}&page=4999")
+            conn.close()
+            if status != 200:
+                raise RuntimeError(f"{listq}&page=4999: {status}")
+            cursor = json.loads(body)["data"]["meta"]["pagination"]["next_cursor"]
+            if cursor:
+                row["list_deep_p50_s"] = p50_sequential(server, [f"{listq}&cursor={cursor}"], 40)
+            else:
+                row["list_deep_p50_s"] = None  # the list is shorter than 5,000 pages at this size
+
             if rows <= 20_000:
                 conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
                 status, body = get(conn, "/rankings/most-economical")
@@ -469,6 +485,15 @@ def ratios(row):
             f >= 0.7 * ceil, failed=sum(r["failed"] for side in row["fixed_rounds"].values() for r in side))
         add("rotating custom rankings req/s", round(rps), 5000, round(rps / 5000, 2), ">= 5000", rps >= 5000,
             failed=row["custom_32"]["failed"])
+    first, deep = row.get("list_first_p50_s"), row.get("list_deep_p50_s")
+    if first is not None:
+        add("range-filtered sorted catalog page p50 (ms), 1 client", round(first * 1000, 2), None, None, "", None)
+        if deep is None:
+            add("cursor page 5,000 deep p50 (ms) vs first page", None, round(first * 1000, 2), None, "<= 2x",
+                None, at=1_000_000)
+        else:
+            add("cursor page 5,000 deep p50 (ms) vs first page", round(deep * 1000, 2), round(first * 1000, 2),
+                round(deep / first, 2), "<= 2x", deep <= 2 * first, at=1_000_000)
     s = row["swap_s"]
     if s is None:
         add("swap under load (s) vs cold start", None, round(c, 2), None, "<= 2x, 0 failed", False, at=1_000_000)

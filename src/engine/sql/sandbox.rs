@@ -1,0 +1,225 @@
+//! The analyst's SQL, checked before anything runs (API-CONTRACT §7): exactly one read-only
+//! statement (a query: SELECT, WITH, UNION…) whose relations are the tables the service offers
+//! (`catalog` and the views `queries/` creates) or the query's own CTEs, and whose functions are
+//! on an allow-list. Polars SQL has table functions that read files and URLs (`read_parquet`,
+//! `read_csv`, …) and will have more: everything not listed here is refused, so a function a
+//! later Polars adds is refused until someone lists it.
+
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+
+/// Why a statement is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Not valid SQL (the parser's reason).
+    Syntax(String),
+    /// Not one read-only query, or a function or table function off the allow-list.
+    Forbidden(String),
+    /// A relation that is neither an offered table nor one of the query's CTEs.
+    UnknownTable(String),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Syntax(m) | Refused::Forbidden(m) | Refused::UnknownTable(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Scalar, aggregate and window functions an analyst's query may call: pure computations over
+/// the values of the offered tables. Nothing that reads, writes, sleeps or names a file.
+pub const FUNCTIONS: &[&str] = &[
+    // aggregates
+    "avg", "count", "max", "min", "sum", "median", "stddev", "stddev_samp", "stddev_pop", "variance", "var_samp",
+    "var_pop", "first", "last", "first_value", "last_value", "quantile_cont", "quantile_disc", "corr", "covar",
+    "covar_samp", "covar_pop", "string_agg", "array_agg", "bool_and", "bool_or",
+    // window
+    "row_number", "rank", "dense_rank", "percent_rank", "lag", "lead", "ntile", "cume_dist",
+    // numbers
+    "abs", "ceil", "ceiling", "floor", "round", "trunc", "truncate", "sqrt", "cbrt", "power", "pow", "exp", "ln",
+    "log", "log2", "log10", "log1p", "sign", "mod", "pi", "degrees", "radians", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "greatest", "least", "div",
+    // conditionals
+    "coalesce", "nullif", "ifnull", "nvl", "if", "iif",
+    // text
+    "lower", "upper", "length", "char_length", "character_length", "octet_length", "bit_length", "substr",
+    "substring", "trim", "ltrim", "rtrim", "btrim", "concat", "concat_ws", "replace", "left", "right", "lpad",
+    "rpad", "starts_with", "ends_with", "strpos", "reverse", "initcap", "split_part", "regexp_like", "regexp_replace",
+    "regexp_substr", "position", "repeat", "strftime", "strptime", "to_char",
+    // dates
+    "date", "date_part", "date_trunc", "extract", "year", "month", "day", "now", "current_date",
+    // round to the service's published rule (registered by the service)
+    "round_published",
+];
+
+/// The one statement of a request, checked: its text is what runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub sql: String,
+    /// The offered tables it reads (lower case).
+    pub tables: Vec<String>,
+}
+
+fn name_of(name: &ObjectName) -> String {
+    name.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(".").to_lowercase()
+}
+
+/// Collects the query's CTE names.
+struct Ctes(HashSet<String>);
+
+impl Visitor for Ctes {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+        if let Some(with) = &query.with {
+            for cte in &with.cte_tables {
+                self.0.insert(cte.alias.name.value.to_lowercase());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Checks relations and functions.
+struct Check<'a> {
+    offered: &'a [String],
+    ctes: HashSet<String>,
+    tables: Vec<String>,
+}
+
+impl Visitor for Check<'_> {
+    type Break = Refused;
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<Refused> {
+        if let SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_) = query.body.as_ref() {
+            return ControlFlow::Break(Refused::Forbidden("only read-only queries are accepted".into()));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<Refused> {
+        match factor {
+            TableFactor::Table { name, args: None, .. } => {
+                let table = name_of(name);
+                if self.ctes.contains(&table) {
+                    return ControlFlow::Continue(());
+                }
+                if self.offered.contains(&table) {
+                    if !self.tables.contains(&table) {
+                        self.tables.push(table);
+                    }
+                    return ControlFlow::Continue(());
+                }
+                ControlFlow::Break(Refused::UnknownTable(format!(
+                    "table '{table}' does not exist (tables: {})",
+                    self.offered.join(", ")
+                )))
+            }
+            TableFactor::Table { name, .. } | TableFactor::Function { name, .. } => ControlFlow::Break(
+                Refused::Forbidden(format!("table function '{}' is not allowed", name_of(name))),
+            ),
+            TableFactor::Derived { .. } | TableFactor::NestedJoin { .. } => ControlFlow::Continue(()),
+            _ => ControlFlow::Break(Refused::Forbidden("this kind of FROM item is not allowed".into())),
+        }
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<Refused> {
+        if let Expr::Function(f) = expr {
+            let name = name_of(&f.name);
+            let bare = name.rsplit('.').next().unwrap_or(&name);
+            if name.contains('.') || !FUNCTIONS.contains(&bare) {
+                return ControlFlow::Break(Refused::Forbidden(format!("function '{name}' is not allowed")));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Parses `sql` and checks it against the sandbox; `offered` are the table names (lower case).
+pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
+    let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(|e| Refused::Syntax(e.to_string()))?;
+    let statement = match statements.as_slice() {
+        [one] => one,
+        [] => return Err(Refused::Syntax("no statement".into())),
+        _ => return Err(Refused::Forbidden(format!("exactly one statement is accepted ({} given)", statements.len()))),
+    };
+    let Statement::Query(query) = statement else {
+        let kind = statement.to_string();
+        let word = kind.split_whitespace().next().unwrap_or("this statement").to_uppercase();
+        return Err(Refused::Forbidden(format!("only read-only queries are accepted ({word} is not)")));
+    };
+    if query.body.as_ref().to_string().to_uppercase().contains(" INTO ") {
+        return Err(Refused::Forbidden("SELECT … INTO is not allowed".into()));
+    }
+    let mut ctes = Ctes(HashSet::new());
+    let _ = statement.visit(&mut ctes);
+    let mut checker = Check { offered, ctes: ctes.0, tables: Vec::new() };
+    if let ControlFlow::Break(refused) = statement.visit(&mut checker) {
+        return Err(refused);
+    }
+    Ok(Checked { sql: statement.to_string(), tables: checker.tables })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered() -> Vec<String> {
+        vec!["catalog".into(), "vw_metrics".into(), "vw_eco_score".into()]
+    }
+
+    fn refused(sql: &str) -> Refused {
+        check(sql, &offered()).unwrap_err()
+    }
+
+    #[test]
+    fn read_only_queries_over_the_offered_tables_pass() {
+        for sql in [
+            "SELECT marca, AVG(co2_fossil_g_km) FROM catalog WHERE ano >= 2015 GROUP BY marca HAVING COUNT(*) > 2",
+            "WITH b AS (SELECT marca, MAX(eco_score) AS m FROM vw_eco_score GROUP BY marca) SELECT * FROM b ORDER BY m",
+            "SELECT c.id, e.eco_score FROM catalog c JOIN vw_eco_score e ON c.id = e.id",
+            "SELECT marca FROM catalog UNION SELECT marca FROM vw_metrics",
+            "SELECT DISTINCT CASE WHEN ano > 2020 THEN 'novo' ELSE 'antigo' END, CAST(ano AS DOUBLE) FROM catalog",
+            "SELECT * FROM (SELECT ano FROM catalog) t WHERE ano IN (SELECT ano FROM catalog WHERE marca = 'Fiat')",
+        ] {
+            assert!(check(sql, &offered()).is_ok(), "{sql}: {:?}", check(sql, &offered()));
+        }
+        assert_eq!(check("select 1 from CATALOG", &offered()).unwrap().tables, vec!["catalog"]);
+    }
+
+    #[test]
+    fn everything_else_is_refused() {
+        for sql in [
+            "DROP TABLE catalog",
+            "CREATE TABLE x AS SELECT * FROM catalog",
+            "INSERT INTO catalog VALUES (1)",
+            "COPY catalog TO '/tmp/x.csv'",
+            "SET x = 1",
+            "SELECT 1; SELECT 2",
+            "EXPLAIN SELECT * FROM catalog",
+            "SHOW TABLES",
+        ] {
+            assert!(matches!(refused(sql), Refused::Forbidden(_)), "{sql}: {:?}", refused(sql));
+        }
+        for sql in [
+            "SELECT * FROM read_parquet('/etc/passwd')",
+            "SELECT * FROM read_csv('https://example.com/x.csv')",
+            "SELECT read_json('x') FROM catalog",
+            "SELECT * FROM catalog, LATERAL generate_series(1, 10)",
+            "SELECT pg_sleep(10) FROM catalog",
+            "SELECT * FROM TABLE(read_ipc('x'))",
+        ] {
+            let r = refused(sql);
+            assert!(matches!(r, Refused::Forbidden(_)), "{sql}: {r:?}");
+            assert!(!r.to_string().contains("/etc"), "{r}");
+        }
+        assert!(matches!(refused("SELECT * FROM secrets"), Refused::UnknownTable(m) if m.contains("'secrets'")));
+        assert!(matches!(refused("SELEC * FROM catalog"), Refused::Syntax(_)));
+        assert!(matches!(refused(""), Refused::Syntax(_)));
+    }
+}
