@@ -24,6 +24,10 @@ pub struct Cli {
 pub enum Command {
     /// Load the catalog and serve the HTTP API.
     Serve(ServeArgs),
+    /// Runs one analyst query for the service (started by `serve`, reads its request on
+    /// standard input); not meant to be run by hand.
+    #[command(hide = true)]
+    SqlWorker,
     /// Write a deterministic synthetic sample catalog (Parquet).
     Generate(GenerateArgs),
     /// Check a Parquet export against the input schema; prints every problem, exits 1 if invalid.
@@ -131,6 +135,21 @@ pub struct ServeArgs {
     /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
     #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_rows: u64,
+    /// Rows an analyst's SQL query returns at most (`POST /sql`); the rest are cut and
+    /// `meta.truncated` says so.
+    #[arg(long, env = "ECO_SQL_MAX_ROWS", default_value_t = crate::engine::sql::DEFAULT_MAX_ROWS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    pub sql_max_rows: usize,
+    /// Time an analyst's SQL query may take, in milliseconds; then it is stopped and answered
+    /// 422 QUERY_TOO_EXPENSIVE.
+    #[arg(long, env = "ECO_SQL_TIMEOUT_MS", default_value_t = crate::engine::sql::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(100..=600_000))]
+    pub sql_timeout_ms: u64,
+    /// Memory budget of one analyst's SQL query (its worker's heap), in MiB; past it the query
+    /// is stopped and answered 422 QUERY_TOO_EXPENSIVE.
+    #[arg(long, env = "ECO_SQL_MEMORY_MB", default_value_t = crate::engine::sql::DEFAULT_MEMORY_MB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
+    pub sql_memory_mb: u64,
+    /// Analysts' SQL queries running at once; one more is answered 503 with Retry-After.
+    #[arg(long, env = "ECO_SQL_WORKERS", default_value_t = crate::engine::sql::DEFAULT_WORKERS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    pub sql_workers: usize,
     /// Folder where the last accepted dataset is kept (a copy of the export with the views and
     /// cost configuration it was served with), written atomically on every accepted load. A
     /// restart whose export is missing or invalid serves the kept dataset. Off when unset; delete
@@ -169,6 +188,16 @@ macro_rules! input_limits {
 input_limits!(ServeArgs, ValidateArgs, ReportArgs, DiffArgs);
 
 impl ServeArgs {
+    /// The limits of analysts' SQL queries.
+    pub fn sql_limits(&self) -> crate::engine::sql::SqlLimits {
+        crate::engine::sql::SqlLimits {
+            max_rows: self.sql_max_rows,
+            timeout: std::time::Duration::from_millis(self.sql_timeout_ms),
+            memory_bytes: self.sql_memory_mb * 1024 * 1024,
+            workers: self.sql_workers,
+        }
+    }
+
     /// The HTTP limits of the server.
     pub fn limits(&self) -> crate::process::limits::Limits {
         crate::process::limits::Limits {

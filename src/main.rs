@@ -49,6 +49,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::SqlWorker => return ExitCode::from(eco_insights::engine::sql::worker::run_worker() as u8),
         Command::Generate(args) => generate_cmd(args),
         Command::Validate(args) => return validate_cmd(args),
         Command::Credentials(command) => credentials_cmd(command),
@@ -260,7 +261,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let state = AppState::new(Arc::clone(&store), credentials);
+    let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
+    let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
+    let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
     let result = runtime.block_on(async move {

@@ -11,6 +11,7 @@
 
 pub mod dataset;
 pub mod ops;
+pub mod sql;
 
 pub use dataset::{
     contain, diff, formula, load, publish, reload, schema, snapshot, state, store, table, text_index, views,

@@ -15,6 +15,7 @@ mod precision;
 mod rankings;
 mod reload;
 mod report;
+mod sql;
 mod third_party;
 mod tools;
 mod untrusted;

@@ -7,6 +7,8 @@ two, stated in each parameter's description and in the document's methodology (A
 * `ano_min` must not be greater than `ano_max`; likewise each range filter's `<stem>_min` and
   `<stem>_max` (eco_score, consumo, co2, autonomia, eficiencia, autonomia_eletrica, custo);
 * `sort` and `fields` name each field once (their pattern lists the fields, not the repetition);
+* `/sql` takes a statement, and "valid SQL over these tables" is no JSON Schema: positive cases
+  send a valid query (negative ones, and the generated text in them, must be refused with 400);
 * `cursor` only has meaning as the `next_cursor` of an earlier answer: a generated one is a
   tampered one (400, which the negative cases check), so positive cases go without it.
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import schemathesis
 
 YEARS = ("ano", "ano_min", "ano_max")
+VALID_SQL = "SELECT marca, COUNT(*) AS n FROM catalog GROUP BY marca ORDER BY n DESC"
 RANGES = ("eco_score", "consumo", "co2", "autonomia", "eficiencia", "autonomia_eletrica", "custo")
 
 
@@ -52,7 +55,15 @@ def _year(value: object) -> int | None:
 def before_call(ctx, case, kwargs):
     meta = case.meta
     query = case.query
-    if meta is None or not meta.generation.mode.is_positive or not isinstance(query, dict):
+    if meta is None or not meta.generation.mode.is_positive:
+        return
+    if case.path == "/sql":
+        if isinstance(case.body, dict) and "sql" in case.body:
+            case.body = {**case.body, "sql": VALID_SQL}
+        if isinstance(query, dict) and "sql" in query:
+            case.query = {**query, "sql": VALID_SQL}
+        return
+    if not isinstance(query, dict):
         return
     fixed = dict(query)
     fixed.pop("cursor", None)

@@ -86,7 +86,7 @@ fn list(problems: &[Problem]) -> String {
 /// 'ELÉTRICO', 'Eletrico' and 'elétrico' are the same fuel. Folded once per distinct value.
 pub const FUEL_FOLD: &str = "combustivel_fold";
 
-fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
+pub fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
     let fuels = TextValues::of(df.column("combustivel_tipo")?)?;
     let mut cache: PlHashMap<&str, String> = PlHashMap::new();
     let folded: StringChunked =

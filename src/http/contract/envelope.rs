@@ -104,6 +104,26 @@ pub struct Meta {
     /// /vehicles/{vehicle_id}/summary and POST /compare, absent elsewhere.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub perfil_custo: Option<PerfilCusto>,
+    /// `/sql` only: the result's columns, in order, with their types.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub columns: Option<Vec<SqlColumn>>,
+    /// `/sql` only: the rows in `data.data`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row_count: Option<u64>,
+    /// `/sql` only: true when the result had more rows than the server's limit (the rest cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+}
+
+/// One column of an SQL answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct SqlColumn {
+    #[schema(example = "marca")]
+    pub name: String,
+    /// One of string, integer, float, boolean, date, datetime.
+    #[serde(rename = "type")]
+    #[schema(example = "string")]
+    pub kind: &'static str,
 }
 
 impl Meta {
@@ -115,6 +135,9 @@ impl Meta {
             filters_applied: filters,
             pagination,
             perfil_custo: None,
+            columns: None,
+            row_count: None,
+            truncated: None,
         }
     }
 }
@@ -147,6 +170,13 @@ impl<T> Reply<T> {
     /// Adds `meta.perfil_custo`.
     pub fn with_cost_profile(mut self, profile: PerfilCusto) -> Reply<T> {
         self.envelope.data.meta.perfil_custo = Some(profile);
+        self
+    }
+
+    /// The meta of an SQL answer: its columns, row count and whether rows were cut.
+    pub fn with_sql_result(mut self, columns: Vec<SqlColumn>, row_count: usize, truncated: bool) -> Reply<T> {
+        let meta = &mut self.envelope.data.meta;
+        (meta.columns, meta.row_count, meta.truncated) = (Some(columns), Some(row_count as u64), Some(truncated));
         self
     }
 }

@@ -25,6 +25,8 @@ pub enum ApiError {
     UnsupportedMediaType,
     /// 409: a cursor made on another dataset version (the version it was made on).
     DatasetChanged(String),
+    /// 422: an analyst's query stopped at the time or memory limit (which one, in Portuguese).
+    QueryTooExpensive(String),
     /// 429: per-key quota exceeded; retry after this many seconds.
     RateLimited(u64),
     /// 431: header block over the limit, in bytes.
@@ -43,7 +45,7 @@ pub enum ApiError {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     /// Machine-readable code: VALIDATION_ERROR, UNAUTHORIZED, NOT_FOUND, METHOD_NOT_ALLOWED,
-    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, DATASET_CHANGED, RATE_LIMITED,
+    /// NOT_ACCEPTABLE, PAYLOAD_TOO_LARGE, URI_TOO_LONG, UNSUPPORTED_MEDIA_TYPE, DATASET_CHANGED, QUERY_TOO_EXPENSIVE, RATE_LIMITED,
     /// HEADERS_TOO_LARGE, INTERNAL_ERROR, SERVICE_UNAVAILABLE.
     pub code: &'static str,
     /// Human-readable message in Portuguese.
@@ -90,6 +92,7 @@ impl ApiError {
             ApiError::UriTooLong(_) => StatusCode::URI_TOO_LONG,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::DatasetChanged(_) => StatusCode::CONFLICT,
+            ApiError::QueryTooExpensive(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -108,6 +111,7 @@ impl ApiError {
             ApiError::UriTooLong(_) => "URI_TOO_LONG",
             ApiError::UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
             ApiError::DatasetChanged(_) => "DATASET_CHANGED",
+            ApiError::QueryTooExpensive(_) => "QUERY_TOO_EXPENSIVE",
             ApiError::RateLimited(_) => "RATE_LIMITED",
             ApiError::HeadersTooLarge(_) => "HEADERS_TOO_LARGE",
             ApiError::Internal => "INTERNAL_ERROR",
@@ -118,6 +122,7 @@ impl ApiError {
     pub fn message(&self) -> String {
         match self {
             ApiError::Validation(m) | ApiError::NotFound(m) | ApiError::NotAcceptable(m) => m.clone(),
+            ApiError::QueryTooExpensive(m) => format!("Consulta interrompida: {m}"),
             ApiError::Unauthorized => {
                 "Credenciais ausentes ou inválidas: envie X-API-Key e X-API-Secret válidos".into()
             }

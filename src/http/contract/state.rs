@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::engine::sql::worker::Runner;
 use crate::engine::store::Store;
 use crate::process::keys::{Credentials, KeyStore};
 pub use crate::process::limits::MAX_BODY_BYTES;
@@ -23,6 +24,8 @@ struct Inner {
     /// The process's credentials, swapped whole when the credentials file changes (see
     /// `process::keys_reload`).
     keys: Arc<KeyStore>,
+    /// Runs analysts' SQL within the process's limits (shared with the other front doors).
+    sql: Arc<Runner>,
 }
 
 /// Shared state of every handler: cheap to clone.
@@ -32,13 +35,20 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// A state with its own credentials and the default SQL limits.
     pub fn new(store: Arc<Store>, credentials: Credentials) -> AppState {
-        AppState::sharing(store, Arc::new(KeyStore::new(credentials)))
+        let sql = Arc::new(Runner::new(crate::engine::sql::SqlLimits::default()));
+        AppState::sharing(store, Arc::new(KeyStore::new(credentials)), sql)
     }
 
-    /// The state of a server sharing the process's dataset store and credentials.
-    pub fn sharing(store: Arc<Store>, keys: Arc<KeyStore>) -> AppState {
-        AppState { inner: Arc::new(Inner { store, keys }) }
+    /// The state of a server sharing the process's dataset store, credentials and SQL runner.
+    pub fn sharing(store: Arc<Store>, keys: Arc<KeyStore>, sql: Arc<Runner>) -> AppState {
+        AppState { inner: Arc::new(Inner { store, keys, sql }) }
+    }
+
+    /// The runner of analysts' SQL.
+    pub fn sql(&self) -> &Arc<Runner> {
+        &self.inner.sql
     }
 
     /// The process's credentials (shared with the other front doors and the reloader).

@@ -49,6 +49,11 @@ pub fn annotate(doc: &mut Value) {
     if let Some(op) = operation(doc, EXPORT_PATH) {
         add_formats(op, EXPORT, false, true);
     }
+    for method in ["get", "post"] {
+        if let Some(op) = doc.pointer_mut(&format!("/paths/~1sql/{method}")) {
+            add_formats(op, LIST, false, false);
+        }
+    }
 }
 
 fn operation<'a>(doc: &'a mut Value, path: &str) -> Option<&'a mut Value> {

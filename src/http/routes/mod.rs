@@ -10,6 +10,7 @@ pub mod listing;
 pub mod methodology;
 pub mod metrics;
 pub mod rankings;
+pub mod sql;
 pub mod vehicles;
 
 use utoipa_axum::router::OpenApiRouter;
@@ -27,4 +28,5 @@ pub fn api_router() -> OpenApiRouter<AppState> {
         .merge(compare::router())
         .merge(facets::router())
         .merge(methodology::router())
+        .merge(sql::router())
 }

@@ -1,0 +1,47 @@
+//! Analysts' own questions in SQL (API-CONTRACT §7), shared by every front door.
+//!
+//! A statement is first checked in process ([`sandbox`]): one read-only query over the offered
+//! tables, allow-listed functions only. It then runs in a worker process of its own
+//! ([`worker`]): the same binary, started per query with a memory budget (`RLIMIT_DATA`), a lower
+//! CPU priority and a bounded number of Polars threads, reading the dataset's `catalog` table
+//! from an Arrow IPC file written once per dataset version. The service waits at most the time
+//! limit and kills the worker past it, so a query that runs away gives its CPU and memory back at
+//! once and the process serving everyone else never holds its state.
+
+pub mod sandbox;
+pub mod worker;
+
+use std::time::Duration;
+
+/// Default of `--sql-max-rows`.
+pub const DEFAULT_MAX_ROWS: usize = 10_000;
+/// Default of `--sql-timeout-ms`.
+pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
+/// Default of `--sql-memory-mb`.
+pub const DEFAULT_MEMORY_MB: u64 = 1_024;
+/// Default of `--sql-workers`.
+pub const DEFAULT_WORKERS: usize = 2;
+
+/// The limits of analysts' queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqlLimits {
+    /// Rows returned at most (the rest are cut and the answer says so).
+    pub max_rows: usize,
+    /// Wall time a query may take, its worker's start included.
+    pub timeout: Duration,
+    /// The worker's memory budget (its heap; the mapped dataset is not counted), in bytes.
+    pub memory_bytes: u64,
+    /// Queries running at once; more are refused at once.
+    pub workers: usize,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            max_rows: DEFAULT_MAX_ROWS,
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            memory_bytes: DEFAULT_MEMORY_MB * 1024 * 1024,
+            workers: DEFAULT_WORKERS,
+        }
+    }
+}

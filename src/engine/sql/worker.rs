@@ -1,0 +1,339 @@
+//! One analyst query in a process of its own: the worker's side (`eco-insights sql-worker`,
+//! reading its request on standard input and writing the rows as an Arrow IPC stream on standard
+//! output) and the service's side ([`Runner`]), which starts it within the limits, waits at most
+//! the time limit and kills it past that.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use polars::prelude::*;
+use polars::sql::SQLContext;
+use serde::{Deserialize, Serialize};
+
+use super::SqlLimits;
+use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
+use crate::engine::dataset::snapshot::Snapshot;
+use crate::engine::dataset::views::{CostConfig, Views};
+
+/// The worker's exit status when the query itself failed (its reason on standard error).
+const QUERY_FAILED: i32 = 3;
+
+/// What the service sends a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    /// The dataset's `catalog` table (Arrow IPC file).
+    pub catalog: PathBuf,
+    /// The views' files it was served with, and its cost configuration.
+    pub sources: Vec<(String, String)>,
+    pub cost: CostConfig,
+    /// The checked statement.
+    pub sql: String,
+    pub max_rows: usize,
+}
+
+/// How one query ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Its rows (at most `max_rows`) and whether more were cut.
+    Rows { frame: DataFrame, truncated: bool },
+    /// The query is wrong (an unknown column, a type error...): the reason, without paths.
+    Invalid(String),
+    /// Stopped at a limit: which one.
+    TooExpensive(String),
+    /// Every worker slot is taken.
+    Busy,
+    /// The worker could not run (the reason is logged).
+    Failed(String),
+}
+
+/// The table names a query may read: `catalog` and every table the views create.
+pub fn offered_tables(views: &Views) -> Vec<String> {
+    let mut names = vec!["catalog".to_string()];
+    for (_, stmt) in &views.statements {
+        let words: Vec<&str> = stmt.split_whitespace().take(3).collect();
+        if let [create, table, name] = words[..] {
+            if create.eq_ignore_ascii_case("create") && table.eq_ignore_ascii_case("table") {
+                let name = name.trim_matches('"').to_lowercase();
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The worker: reads a [`Request`] on standard input, runs it, writes the rows on standard
+/// output. Exits 0, or [`QUERY_FAILED`] with the reason on standard error.
+pub fn run_worker() -> i32 {
+    let mut input = String::new();
+    if std::io::stdin().read_to_string(&mut input).is_err() {
+        eprintln!("cannot read the request");
+        return 2;
+    }
+    let request: Request = match serde_json::from_str(&input) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("bad request: {e}");
+            return 2;
+        }
+    };
+    match run_query(&request) {
+        Ok(mut frame) => {
+            let mut out = std::io::stdout().lock();
+            match IpcStreamWriter::new(&mut out).finish(&mut frame) {
+                Ok(()) => {
+                    let _ = out.flush();
+                    0
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    QUERY_FAILED
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            QUERY_FAILED
+        }
+    }
+}
+
+fn run_query(request: &Request) -> PolarsResult<DataFrame> {
+    let file = std::fs::File::open(&request.catalog)?;
+    let catalog = IpcReader::new(file).finish()?;
+    let views = Views::from_sources(&request.sources, &request.cost).map_err(|e| polars_err!(ComputeError: "{e}"))?;
+    let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
+    ctx.register("catalog", catalog.lazy());
+    for (_, stmt) in &views.statements {
+        let _ = ctx.execute(stmt)?;
+    }
+    ctx.execute(&request.sql)?.limit(request.max_rows as IdxSize + 1).collect()
+}
+
+/// The `catalog` table of a snapshot as analysts' SQL sees it: the validated export as loaded
+/// (input columns, text as text), its ids, and the folded fuel name the views read.
+pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
+    let frame = snapshot.table.frame();
+    let ids: Vec<String> = (0..snapshot.table.len() as u32).map(|r| snapshot.table.id_at(r).to_string()).collect();
+    let mut columns: Vec<Column> = vec![Column::new("id".into(), ids)];
+    for spec in COLUMNS {
+        let c = frame.column(spec.name)?;
+        let c = if DICTIONARY_ENCODED.contains(&spec.name) { c.cast(&DataType::String)? } else { c.clone() };
+        columns.push(c);
+    }
+    let mut df = DataFrame::new_infer_height(columns)?;
+    let fuel = crate::engine::dataset::load::fuel_fold(&df)?;
+    df.with_column(fuel)?;
+    Ok(df)
+}
+
+/// The service's side: worker slots and the catalog file of the dataset version serving.
+pub struct Runner {
+    limits: SqlLimits,
+    /// Queries running now.
+    running: Mutex<usize>,
+    /// The folder of the catalog files (one per dataset version, the latest kept).
+    dir: PathBuf,
+    /// Serialises writing a version's catalog file.
+    writing: Mutex<()>,
+    /// The program to start as a worker (this binary).
+    program: PathBuf,
+}
+
+/// Gives a slot back when the query ends, however it ends.
+struct Slot<'a>(&'a Mutex<usize>);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+    }
+}
+
+impl Runner {
+    pub fn new(limits: SqlLimits) -> Runner {
+        let dir = std::env::temp_dir().join(format!("eco-insights-sql-{}", std::process::id()));
+        let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
+        Runner { limits, running: Mutex::new(0), dir, writing: Mutex::new(()), program }
+    }
+
+    pub fn limits(&self) -> SqlLimits {
+        self.limits
+    }
+
+    /// The catalog file of `snapshot`'s version, written on first use (older versions' files
+    /// are removed then).
+    fn catalog_file(&self, snapshot: &Snapshot) -> Result<PathBuf, String> {
+        let path = self.dir.join(format!("catalog-{}.arrow", snapshot.info.version));
+        if path.is_file() {
+            return Ok(path);
+        }
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if path.is_file() {
+            return Ok(path);
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
+        let mut frame = catalog_frame(snapshot).map_err(|e| e.to_string())?;
+        let tmp = self.dir.join(format!(".catalog-{}.tmp", snapshot.info.version));
+        let written = std::fs::File::create(&tmp)
+            .map_err(|e| e.to_string())
+            .and_then(|f| IpcWriter::new(f).finish(&mut frame).map_err(|e| e.to_string()))
+            .and_then(|()| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(format!("cannot write the catalog file: {e}"));
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                if entry.path() != path {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(path)
+    }
+
+    /// Runs a checked statement against `snapshot` within the limits. Blocks the calling thread
+    /// for at most about the time limit.
+    pub fn run(&self, snapshot: &Snapshot, sql: &str) -> Outcome {
+        {
+            let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            if *n >= self.limits.workers {
+                return Outcome::Busy;
+            }
+            *n += 1;
+        }
+        let _slot = Slot(&self.running);
+        let started = Instant::now();
+        let catalog = match self.catalog_file(snapshot) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let request = Request {
+            catalog: catalog.clone(),
+            sources: snapshot.info.views.sources.clone(),
+            cost: snapshot.info.views.cost.clone(),
+            sql: sql.to_string(),
+            max_rows: self.limits.max_rows,
+        };
+        let outcome = self.spawn_and_wait(&request, started);
+        match outcome {
+            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &catalog)),
+            other => other,
+        }
+    }
+
+    fn spawn_and_wait(&self, request: &Request, started: Instant) -> Outcome {
+        let budget = self.limits.memory_bytes;
+        let mut command = Command::new(&self.program);
+        command
+            .arg("sql-worker")
+            .env("POLARS_MAX_THREADS", "2")
+            .env("MIMALLOC_PURGE_DELAY", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                command.pre_exec(move || {
+                    let limit = libc::rlimit { rlim_cur: budget as libc::rlim_t, rlim_max: budget as libc::rlim_t };
+                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = match command.spawn() {
+            Ok(c) => c,
+            Err(e) => return Outcome::Failed(format!("cannot start the SQL worker: {e}")),
+        };
+        let body = serde_json::to_vec(request).unwrap_or_default();
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(&body);
+        }
+        // Both pipes are drained on threads of their own (a full pipe would stall the worker),
+        // the output bounded by the memory budget.
+        let out = child.stdout.take().map(|s| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = s.take(budget).read_to_end(&mut buf);
+                buf
+            })
+        });
+        let err = child.stderr.take().map(|s| {
+            std::thread::spawn(move || {
+                let mut buf = String::new();
+                let _ = s.take(64 * 1024).read_to_string(&mut buf);
+                buf
+            })
+        });
+        let deadline = started + self.limits.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => return Outcome::Failed(format!("cannot wait for the SQL worker: {e}")),
+            }
+        };
+        let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
+        let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
+        let ms = self.limits.timeout.as_millis();
+        let Some(status) = status else {
+            return Outcome::TooExpensive(format!("a consulta excedeu o tempo limite de {ms} ms e foi interrompida"));
+        };
+        let memory = || {
+            Outcome::TooExpensive(format!(
+                "a consulta excedeu o limite de memória de {} MB e foi interrompida",
+                budget / (1024 * 1024)
+            ))
+        };
+        if status.success() {
+            if stdout.len() as u64 >= budget {
+                return memory();
+            }
+            return match IpcStreamReader::new(std::io::Cursor::new(stdout)).finish() {
+                Ok(frame) => {
+                    let truncated = frame.height() > self.limits.max_rows;
+                    let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
+                    Outcome::Rows { frame, truncated }
+                }
+                Err(e) => Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")),
+            };
+        }
+        if status.code() == Some(QUERY_FAILED) {
+            let reason = stderr.trim();
+            if reason.contains("memory allocation") || reason.contains("capacity overflow") {
+                return memory();
+            }
+            return Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string());
+        }
+        // Killed by a signal (an allocation over the budget aborts) or another failure.
+        if stderr.contains("memory allocation") || status.code().is_none() {
+            return memory();
+        }
+        Outcome::Failed(format!("the SQL worker ended with {status}: {}", stderr.trim()))
+    }
+}
+
+/// A worker's reason with the catalog file's path (or any absolute path) taken out.
+fn without_paths(message: &str, catalog: &Path) -> String {
+    let shown = catalog.display().to_string();
+    let message = message.replace(&shown, "catalog");
+    message
+        .split_whitespace()
+        .map(|w| if w.trim_matches(|c: char| "'\"`(),".contains(c)).starts_with('/') { "<caminho>" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,262 @@
+//! Analysts' own questions in SQL (API-CONTRACT §7): answers checked against the fixture rows
+//! computed here, the sandbox (one read-only statement, allow-listed functions, offered tables
+//! only, no path in any message) and the limits (rows, time, memory) with other clients served
+//! meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::expected;
+
+fn fixture() -> Vec<Row> {
+    let brands = ["Fiat", "BYD", "Toyota", "Renault"];
+    (1..=24u32)
+        .map(|i| {
+            let mut r = Row::new(
+                i,
+                brands[(i % 4) as usize],
+                &format!("M{}", i % 5),
+                2012 + (i % 10) as i32,
+                "Compacto",
+                "Flex",
+            );
+            r.co2_fossil_g_km = Some(80.0 + (i as f64 * 7.3) % 90.0);
+            r.consumo_energetico_mj_km = Some(1.1 + (i as f64 * 0.17) % 1.4);
+            if i % 6 == 0 {
+                r.co2_fossil_g_km = None;
+            }
+            r
+        })
+        .collect()
+}
+
+fn post(app: &TestApp, sql: &str) -> (u16, Value) {
+    app.post_json("/sql", &json!({ "sql": sql }).to_string())
+}
+
+fn rows_of(body: &Value) -> Vec<Value> {
+    body["data"]["data"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn analyst_queries_answer_what_the_rows_say() {
+    let rows = fixture();
+    let app = TestApp::with_rows(&rows);
+    // Mean CO2 by brand since 2015, brands with at least two vehicles.
+    let (status, body) = post(
+        &app,
+        "SELECT marca, COUNT(*) AS n, AVG(co2_fossil_g_km) AS co2 FROM catalog WHERE ano >= 2015 \
+         GROUP BY marca HAVING COUNT(*) >= 2 ORDER BY marca",
+    );
+    assert_eq!(status, 200, "{body}");
+    let mut want: BTreeMap<String, (u64, f64, u64)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.ano >= 2015) {
+        let e = want.entry(r.marca.clone()).or_default();
+        e.0 += 1;
+        if let Some(c) = r.co2_fossil_g_km {
+            e.1 += c;
+            e.2 += 1;
+        }
+    }
+    let want: Vec<(String, u64, f64)> =
+        want.into_iter().filter(|(_, v)| v.0 >= 2).map(|(k, v)| (k, v.0, v.1 / v.2 as f64)).collect();
+    let got = rows_of(&body);
+    assert_eq!(got.len(), want.len(), "{body}");
+    for (g, (marca, n, co2)) in got.iter().zip(&want) {
+        assert_eq!(g["marca"], marca.as_str());
+        assert_eq!(g["n"], *n);
+        assert!((g["co2"].as_f64().unwrap() - co2).abs() < 1e-9, "{g} vs {co2}");
+    }
+    let meta = &body["data"]["meta"];
+    assert_eq!(
+        meta["columns"],
+        json!([{"name": "marca", "type": "string"}, {"name": "n", "type": "integer"}, {"name": "co2", "type": "float"}])
+    );
+    assert_eq!((meta["row_count"].as_u64(), meta["truncated"].as_bool()), (Some(want.len() as u64), Some(false)));
+
+    // A join of the catalog with its own eco scores (a view), a CTE, CASE, CAST, DISTINCT, UNION.
+    let (status, body) = post(
+        &app,
+        "WITH best AS (SELECT marca, MAX(eco_score) AS top FROM vw_eco_score GROUP BY marca) \
+         SELECT c.id, CAST(c.ano AS VARCHAR) AS ano, CASE WHEN e.eco_score >= 60 THEN 'alto' ELSE 'baixo' END AS nivel, \
+         e.eco_score, b.top FROM catalog c JOIN vw_eco_score e ON c.id = e.id JOIN best b ON b.marca = c.marca \
+         WHERE c.marca = 'Fiat' ORDER BY c.id",
+    );
+    assert_eq!(status, 200, "{body}");
+    let fiat: Vec<&Row> = rows.iter().filter(|r| r.marca == "Fiat").collect();
+    let top = fiat.iter().filter_map(|r| expected::eco_score(r)).fold(f64::MIN, f64::max);
+    let got = rows_of(&body);
+    assert_eq!(got.len(), fiat.len());
+    for (g, r) in got.iter().zip(&fiat) {
+        let score = expected::eco_score(r);
+        assert_eq!(g["id"], r.id.clone().unwrap().as_str());
+        assert_eq!(g["ano"], r.ano.to_string().as_str());
+        assert_eq!(g["eco_score"].as_f64(), score, "{g}");
+        assert_eq!(g["nivel"], if score.unwrap() >= 60.0 { "alto" } else { "baixo" });
+        assert_eq!(g["top"].as_f64(), Some(top));
+    }
+    let (_, body) = post(&app, "SELECT DISTINCT marca FROM catalog UNION SELECT 'Nova' AS marca ORDER BY marca");
+    let got: Vec<String> = rows_of(&body).iter().map(|r| r["marca"].as_str().unwrap().to_string()).collect();
+    assert_eq!(got, vec!["BYD", "Fiat", "Nova", "Renault", "Toyota"]);
+    // A subquery in WHERE; GET with CSV.
+    let sql = "SELECT COUNT(*) AS n FROM catalog WHERE ano IN (SELECT ano FROM catalog WHERE marca = 'BYD')";
+    let n = rows.iter().filter(|r| rows.iter().any(|b| b.marca == "BYD" && b.ano == r.ano)).count();
+    let res = app.get_req(&format!("/sql?sql={}&format=csv", form(sql))).send();
+    assert_eq!(res.status, 200);
+    assert_eq!(res.text(), format!("n\n{n}\n"));
+    assert!(res.header("etag").is_some(), "a GET answer is cacheable");
+}
+
+fn form(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_sandbox_refuses_all_but_one_read_only_query_and_names_no_path() {
+    let app = TestApp::with_rows(&fixture());
+    for sql in [
+        "DROP TABLE catalog",
+        "CREATE TABLE x AS SELECT * FROM catalog",
+        "INSERT INTO catalog SELECT * FROM catalog",
+        "COPY catalog TO '/tmp/out.csv'",
+        "SET polars_streaming = true",
+        "SELECT 1; SELECT 2",
+        "SELECT * FROM read_parquet('/etc/passwd')",
+        "SELECT * FROM read_csv('https://example.com/data.csv')",
+        "SELECT * FROM read_ipc('/root/x.arrow')",
+        "SELECT * FROM read_json('/root/x.json')",
+        "SELECT * FROM secrets",
+        "SELECT nope FROM catalog",
+        "SELEC marca FROM catalog",
+        "",
+    ] {
+        let message = assert_error(post(&app, sql), 400, "VALIDATION_ERROR");
+        assert!(message.starts_with("Consulta SQL"), "{sql}: {message}");
+        for path in ["/etc", "/root", "/tmp", "eco-insights-sql", ".arrow"] {
+            assert!(!message.contains(path), "{sql}: a path leaked: {message}");
+        }
+    }
+    assert!(assert_error(post(&app, "SELECT * FROM secrets"), 400, "VALIDATION_ERROR").contains("'secrets'"));
+    // The body is strict; the content type required.
+    let res = app
+        .raw("POST", "/sql")
+        .header("X-API-Key", KEY)
+        .header("X-API-Secret", SECRET)
+        .body("{\"sql\": \"SELECT 1\"}")
+        .send();
+    assert_eq!(res.status, 415);
+    assert_error(app.post_json("/sql", r#"{"sql": "SELECT 1", "x": 1}"#), 400, "VALIDATION_ERROR");
+    assert_error(app.get("/sql"), 400, "VALIDATION_ERROR");
+    assert_eq!(app.raw("GET", "/sql?sql=SELECT%201").send().status, 401, "credentials as everywhere");
+}
+
+/// A service with tight SQL limits.
+fn tight(extra: &[&str]) -> TestApp {
+    let dir = temp_dir("sql-limits");
+    let data = dir.join("catalog.parquet");
+    let rows: Vec<Row> =
+        (1..=3000u32).map(|i| Row::new(i, "Fiat", &format!("M{i}"), 2020, "Compacto", "Flex")).collect();
+    write_rows(&rows, &data);
+    TestApp::serve(&dir, &data, extra)
+}
+
+#[test]
+fn rows_past_the_limit_are_cut_and_said() {
+    let app = tight(&["--sql-max-rows", "5"]);
+    let (status, body) = post(&app, "SELECT id FROM catalog ORDER BY id");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rows_of(&body).len(), 5);
+    assert_eq!(body["data"]["meta"]["row_count"], 5);
+    assert_eq!(body["data"]["meta"]["truncated"], true);
+    let (_, body) = post(&app, "SELECT id FROM catalog ORDER BY id LIMIT 5");
+    assert_eq!(body["data"]["meta"]["truncated"], false);
+}
+
+fn vm_hwm_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// Hostile queries stop at the limits in about the time limit, while a client of the fixed
+/// operations keeps getting every answer, and the service's own memory stays bounded.
+#[test]
+fn hostile_queries_stop_at_the_limits_and_everyone_else_is_served() {
+    let app = tight(&["--sql-timeout-ms", "300", "--sql-memory-mb", "256"]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let slowest = Arc::new(std::sync::Mutex::new(Duration::ZERO));
+    let client = {
+        let (stop, ok, failed, slowest, base) =
+            (Arc::clone(&stop), Arc::clone(&ok), Arc::clone(&failed), Arc::clone(&slowest), app.base.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                let res = Req::new("GET", &base, "/catalog/vehicles?page_size=5")
+                    .header("X-API-Key", KEY)
+                    .header("X-API-Secret", SECRET)
+                    .try_send();
+                match res {
+                    Ok(r) if r.status == 200 => ok.fetch_add(1, Ordering::Relaxed),
+                    _ => failed.fetch_add(1, Ordering::Relaxed),
+                };
+                let mut s = slowest.lock().unwrap();
+                *s = (*s).max(t.elapsed());
+            }
+        })
+    };
+    let hostile = [
+        // A self cross join (9M rows) and an ORDER BY over it: memory, or time.
+        "SELECT a.versao || b.versao AS s FROM catalog a CROSS JOIN catalog b ORDER BY s",
+        // A 900M-row cross join, counted: time, or memory.
+        "SELECT COUNT(*) AS n FROM catalog a CROSS JOIN catalog b CROSS JOIN (SELECT ano FROM catalog LIMIT 100) c \
+         WHERE a.modelo < b.modelo",
+        // A huge string.
+        "SELECT LPAD('x', 2000000000, 'y') AS s",
+    ];
+    for sql in hostile {
+        let t = Instant::now();
+        let (status, body) = post(&app, sql);
+        let took = t.elapsed();
+        assert_eq!(status, 422, "{sql}: {body}");
+        assert_eq!(body["error"]["code"], "QUERY_TOO_EXPENSIVE");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("tempo limite de 300 ms") || message.contains("limite de memória de 256 MB"),
+            "{message}"
+        );
+        assert!(took < Duration::from_secs(5), "{sql}: stopped after {took:?}");
+    }
+    // No worker is left running.
+    std::thread::sleep(Duration::from_millis(200));
+    let workers = std::process::Command::new("pgrep").args(["-f", "sql-worker", "-P", &app.pid().to_string()]).output();
+    if let Ok(out) = workers {
+        assert!(String::from_utf8_lossy(&out.stdout).trim().is_empty(), "a worker outlived its query");
+    }
+    stop.store(true, Ordering::Relaxed);
+    client.join().unwrap();
+    assert_eq!(failed.load(Ordering::Relaxed), 0);
+    assert!(ok.load(Ordering::Relaxed) > 10, "{} answers", ok.load(Ordering::Relaxed));
+    assert!(*slowest.lock().unwrap() < Duration::from_secs(2), "slowest answer {:?}", slowest.lock().unwrap());
+    // The queries ran in workers: the service itself never held their data.
+    assert!(vm_hwm_kb(app.pid()) < 400 * 1024, "service peaked at {} KB", vm_hwm_kb(app.pid()));
+    // And it still answers SQL.
+    assert_eq!(post(&app, "SELECT COUNT(*) AS n FROM catalog").1["data"]["data"][0]["n"], 3000);
+}
