@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz cluster cluster-test report report-test formats-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test cluster cluster-test report report-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -25,6 +25,7 @@ help:
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
+	@echo "make sql-test  analysts' SQL over HTTP compared with DuckDB on the same export"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
@@ -40,6 +41,7 @@ test:
 	$(MAKE) contract
 	$(MAKE) cluster-test
 	$(MAKE) formats-test
+	$(MAKE) sql-test
 	$(MAKE) report-test
 
 fuzz:
@@ -128,6 +130,11 @@ report-test: build
 # pandas, Polars and DuckDB (pinned in tests/formats/requirements.txt, installed into
 # $(FORMATS_VENV)/) and compared with the JSON answer. Exits non-zero on any mismatch.
 FORMATS_VENV := .venv-formats
+
+# Analysts' SQL (POST /sql) against DuckDB in-process on the same export (tests/sql/, in the
+# formats venv: DuckDB and Polars).
+sql-test: build $(FORMATS_VENV)/.installed
+	$(FORMATS_VENV)/bin/python tests/sql/against_duckdb.py --binary $(BIN)
 
 formats-test: build $(FORMATS_VENV)/.installed
 	$(FORMATS_VENV)/bin/python tests/formats/readback.py --binary $(BIN)

@@ -152,7 +152,10 @@ fn range_filters_compare_published_values_inclusively_and_drop_nulls() {
 
 /// The fixture's rows ordered as the contract says: keys in order, nulls last in either
 /// direction, id ascending last.
-fn sorted_by<'a>(rows: &[&'a Row], keys: &[(&dyn Fn(&Row) -> Option<Key>, bool)]) -> Vec<&'a Row> {
+/// One sort key of the model: the value of a row (None for null) and whether it is descending.
+type ModelKey<'k> = (&'k dyn Fn(&Row) -> Option<Key>, bool);
+
+fn sorted_by<'a>(rows: &[&'a Row], keys: &[ModelKey<'_>]) -> Vec<&'a Row> {
     let mut out = rows.to_vec();
     out.sort_by(|a, b| {
         for (key, desc) in keys {
@@ -192,7 +195,7 @@ fn sort_orders_by_item_fields_with_nulls_last_and_id_ties() {
     let marca = |r: &Row| Some(Key::T(r.marca.clone()));
     let marchas = |r: &Row| r.transmissao_marchas.map(|m| Key::N(m as f64));
     let modelo = |r: &Row| Some(Key::T(r.modelo.clone()));
-    let cases: Vec<(&str, Vec<(&dyn Fn(&Row) -> Option<Key>, bool)>)> = vec![
+    let cases: Vec<(&str, Vec<ModelKey<'_>>)> = vec![
         ("-ano,marca", vec![(&ano, true), (&marca, false)]),
         ("transmissao_marchas,-ano", vec![(&marchas, false), (&ano, true)]),
         ("-transmissao_marchas", vec![(&marchas, true)]),

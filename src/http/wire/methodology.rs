@@ -253,8 +253,8 @@ impl Methodology {
                      arredondado.",
                     CASAS_GUARDA, casas_metricas, casas_eco_score
                 ),
-                casas_metricas: casas_metricas,
-                casas_eco_score: casas_eco_score,
+                casas_metricas,
+                casas_eco_score,
                 casas_guarda: CASAS_GUARDA,
             },
             custo: PerfilCusto::from(cost),
