@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test cluster cluster-test report report-test formats-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test cluster cluster-test report report-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -26,6 +26,7 @@ help:
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make sql-test  analysts' SQL over HTTP compared with DuckDB on the same export"
+	@echo "make pg-test   the PostgreSQL front door with psycopg and psql, compared with DuckDB"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
@@ -42,6 +43,7 @@ test:
 	$(MAKE) cluster-test
 	$(MAKE) formats-test
 	$(MAKE) sql-test
+	$(MAKE) pg-test
 	$(MAKE) report-test
 
 fuzz:
@@ -135,6 +137,19 @@ FORMATS_VENV := .venv-formats
 # formats venv: DuckDB and Polars).
 sql-test: build $(FORMATS_VENV)/.installed
 	$(FORMATS_VENV)/bin/python tests/sql/against_duckdb.py --binary $(BIN)
+
+# The PostgreSQL front door with psycopg and psql (tests/pg/): psql from the Debian package
+# postgresql-client when missing, psycopg and DuckDB in .venv-pg/.
+PG_VENV := .venv-pg
+
+pg-test: build $(PG_VENV)/.installed
+	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
+	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
+
+$(PG_VENV)/.installed: tests/pg/requirements.txt
+	test -x $(PG_VENV)/bin/python || $(PYTHON) -m venv $(PG_VENV)
+	$(PG_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/pg/requirements.txt
+	touch $@
 
 formats-test: build $(FORMATS_VENV)/.installed
 	$(FORMATS_VENV)/bin/python tests/formats/readback.py --binary $(BIN)

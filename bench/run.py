@@ -337,6 +337,36 @@ def bench_size(args, rows, results):
             row["summary_32"] = wrk(server.url, [f"/insights/summary?marca={b}" for b in brands], args.seconds)
             row["catalog_32"] = wrk(server.url, [f"/catalog/vehicles?page=2&marca={b}" for b in brands], args.seconds)
 
+            # Analysts' SQL: three representative queries, the round trip over HTTP (the query's
+            # worker process included) beside DuckDB in-process on the same table.
+            sql_queries = [
+                "SELECT combustivel_tipo, ano, AVG(co2_fossil_g_km) AS co2 FROM catalog WHERE ano >= 2015 "
+                "GROUP BY combustivel_tipo, ano ORDER BY combustivel_tipo, ano",
+                "SELECT marca, COUNT(*) AS n FROM catalog GROUP BY marca HAVING COUNT(*) > 1000 ORDER BY n DESC",
+                "SELECT id, marca, modelo, co2_fossil_g_km FROM catalog WHERE marca = 'Fiat' AND ano = 2020 "
+                "ORDER BY co2_fossil_g_km LIMIT 20",
+            ]
+            row["sql"] = []
+            for q in sql_queries:
+                body = json.dumps({"sql": q}).encode()
+                conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+                times = []
+                for _ in range(7):
+                    t = time.perf_counter()
+                    conn.request("POST", "/sql", body=body, headers={**HEADERS, "Content-Type": "application/json"})
+                    res = conn.getresponse()
+                    res.read()
+                    times.append(time.perf_counter() - t)
+                    if res.status != 200:
+                        raise RuntimeError(f"/sql: {res.status}")
+                conn.close()
+                duck = []
+                for _ in range(7):
+                    t = time.perf_counter()
+                    con.execute(q.replace("FROM catalog", "FROM c")).fetchall()
+                    duck.append(time.perf_counter() - t)
+                row["sql"].append((statistics.median(times[2:]), statistics.median(duck[2:])))
+
             # The list query language: a range-filtered, sorted catalog page, and the page reached
             # by a cursor 5,000 pages deep in the same list (the cursor comes from page 4,999's
             # next_cursor), each its median over one keep-alive connection.
@@ -485,6 +515,9 @@ def ratios(row):
             f >= 0.7 * ceil, failed=sum(r["failed"] for side in row["fixed_rounds"].values() for r in side))
         add("rotating custom rankings req/s", round(rps), 5000, round(rps / 5000, 2), ">= 5000", rps >= 5000,
             failed=row["custom_32"]["failed"])
+    for i, (svc, duck) in enumerate(row.get("sql", []), 1):
+        add(f"SQL query {i} round trip p50 (ms) vs DuckDB in-process", round(svc * 1000, 1), round(duck * 1000, 1),
+            round(svc / duck, 2), "<= 2x", svc <= 2 * duck, at=1_000_000)
     first, deep = row.get("list_first_p50_s"), row.get("list_deep_p50_s")
     if first is not None:
         add("range-filtered sorted catalog page p50 (ms), 1 client", round(first * 1000, 2), None, None, "", None)

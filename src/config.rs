@@ -20,6 +20,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load the catalog and serve the HTTP API.
@@ -135,6 +137,11 @@ pub struct ServeArgs {
     /// few kilobytes of Parquet can decode to gigabytes); a file declaring more is refused.
     #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_rows: u64,
+    /// Also serve analysts' SQL over the PostgreSQL protocol v3 on this address (`psql`,
+    /// psycopg, BI tools; user = API key, password = its secret). Off when unset; port 0 picks a
+    /// free port (printed as `postgres listening on ADDR`).
+    #[arg(long, env = "ECO_PG_BIND")]
+    pub pg_bind: Option<String>,
     /// Rows an analyst's SQL query returns at most (`POST /sql`); the rest are cut and
     /// `meta.truncated` says so.
     #[arg(long, env = "ECO_SQL_MAX_ROWS", default_value_t = crate::engine::sql::DEFAULT_MAX_ROWS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]

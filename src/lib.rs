@@ -10,6 +10,7 @@ pub mod config;
 pub mod diff;
 pub mod engine;
 pub mod http;
+pub mod pg;
 pub mod process;
 pub mod report;
 pub mod sample;

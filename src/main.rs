@@ -263,6 +263,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
+    let pg = eco_insights::pg::PgState { store: Arc::clone(&store), keys: Arc::clone(&keys), sql: Arc::clone(&sql) };
     let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
@@ -271,6 +272,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
+        if let Some(pg_bind) = &args.pg_bind {
+            let listener = tokio::net::TcpListener::bind(pg_bind)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot bind {pg_bind} (--pg-bind): {e}"))?;
+            let pg_addr = listener.local_addr()?;
+            println!("postgres listening on {pg_addr}");
+            tracing::info!(addr = %pg_addr, "PostgreSQL protocol listening");
+            tokio::spawn(eco_insights::pg::serve(listener, pg));
+        }
         let interval = Duration::from_millis(args.reload_interval_ms);
         tokio::spawn(reloader.run(interval));
         tokio::spawn(

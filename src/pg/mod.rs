@@ -1,0 +1,407 @@
+//! The PostgreSQL front door (`--pg-bind`): analysts' SQL over the PostgreSQL protocol v3, so
+//! `psql`, psycopg, DBeaver and BI tools connect. It sits beside `http/` and shares with it only
+//! what belongs to the process and the engine: the credentials and quotas (user = API key,
+//! password = its secret, checked like the headers), the dataset store, and the SQL runner with
+//! its sandbox and limits. The protocol itself is `pgwire`'s.
+//!
+//! Errors carry SQLSTATEs: 28P01 bad credentials, 42601 syntax, 42P01 unknown table, 42703
+//! unknown column or another invalid query, 42501 a forbidden statement or function, 57014 a
+//! query stopped at a limit, 53300 every query slot busy, 55000 no dataset loaded.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use futures::stream;
+use pgwire::api::auth::cleartext::CleartextPasswordAuthStartupHandler;
+use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, Password};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response,
+};
+use pgwire::api::stmt::{NoopQueryParser, StoredStatement};
+use pgwire::api::{ClientInfo, PgWireServerHandlers, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use polars::prelude::*;
+use tokio::net::TcpListener;
+
+use crate::engine::sql::sandbox::{self, Refused};
+use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
+use crate::engine::store::Store;
+use crate::process::keys::{KeyStore, Refusal};
+
+/// What the PostgreSQL front door shares with the rest of the process.
+#[derive(Clone)]
+pub struct PgState {
+    pub store: Arc<Store>,
+    pub keys: Arc<KeyStore>,
+    pub sql: Arc<Runner>,
+}
+
+fn error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), code.to_owned(), message.into())))
+}
+
+/// Checks a login against the process's credentials (and counts it against the key's quota).
+#[derive(Clone)]
+struct Keys(Arc<KeyStore>);
+
+impl Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Keys")
+    }
+}
+
+#[async_trait]
+impl AuthSource for Keys {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        Err(PgWireError::InvalidPassword(login.user().unwrap_or_default().to_owned()))
+    }
+
+    async fn verify_password(&self, login: &LoginInfo, presented: &[u8]) -> PgWireResult<Option<()>> {
+        let user = login.user().unwrap_or_default().to_owned();
+        let secret = String::from_utf8_lossy(presented).into_owned();
+        match self.0.current().authorize(Some(&user), Some(&secret)) {
+            Ok(_) => Ok(None),
+            Err(denial) => match denial.error {
+                Refusal::Unauthorized => Err(PgWireError::InvalidPassword(user)),
+                Refusal::RateLimited(secs) => {
+                    Err(error("53400", format!("cota de requisições excedida para esta chave; tente em {secs} s")))
+                }
+            },
+        }
+    }
+}
+
+/// The queries of one server.
+pub struct Backend {
+    state: PgState,
+    parser: Arc<NoopQueryParser>,
+    /// The last result computed to describe a portal, reused by its execution.
+    described: Mutex<Option<(String, DataFrame)>>,
+}
+
+/// A column's PostgreSQL type.
+fn pg_type(dtype: &DataType) -> Type {
+    match dtype {
+        d if d.is_integer() => Type::INT8,
+        d if d.is_float() || d.is_decimal() => Type::FLOAT8,
+        DataType::Boolean => Type::BOOL,
+        DataType::Date => Type::DATE,
+        DataType::Datetime(_, _) => Type::TIMESTAMP,
+        _ => Type::TEXT,
+    }
+}
+
+fn fields(frame: &DataFrame, format: &Format) -> Vec<FieldInfo> {
+    frame
+        .columns()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| FieldInfo::new(c.name().to_string(), None, None, pg_type(c.dtype()), format.format_for(i)))
+        .collect()
+}
+
+/// The rows of a result, encoded for `schema`.
+fn encode(
+    frame: &DataFrame,
+    schema: Arc<Vec<FieldInfo>>,
+) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
+    let cast = |c: &Column| -> PolarsResult<Column> {
+        match pg_type(c.dtype()) {
+            Type::INT8 => c.cast(&DataType::Int64),
+            Type::FLOAT8 => c.cast(&DataType::Float64),
+            Type::TEXT if !c.dtype().is_string() => c.cast(&DataType::String),
+            _ => Ok(c.clone()),
+        }
+    };
+    let columns: Vec<Column> =
+        frame.columns().iter().map(cast).collect::<PolarsResult<_>>().map_err(|e| error("XX000", e.to_string()))?;
+    let mut encoder = DataRowEncoder::new(schema);
+    let mut rows = Vec::with_capacity(frame.height());
+    for i in 0..frame.height() {
+        for c in &columns {
+            let v = c.get(i).unwrap_or(AnyValue::Null);
+            match v {
+                AnyValue::Null => encoder.encode_field(&None::<i64>)?,
+                AnyValue::Int64(x) => encoder.encode_field(&x)?,
+                AnyValue::Float64(x) => encoder.encode_field(&x)?,
+                AnyValue::Boolean(x) => encoder.encode_field(&x)?,
+                AnyValue::String(s) => encoder.encode_field(&s)?,
+                AnyValue::StringOwned(ref s) => encoder.encode_field(&s.as_str())?,
+                AnyValue::Date(days) => {
+                    let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
+                        .and_then(|d| d.checked_add_signed(chrono::Duration::days(days as i64)));
+                    encoder.encode_field(&date)?
+                }
+                AnyValue::Datetime(t, unit, _) => {
+                    let micros = match unit {
+                        TimeUnit::Nanoseconds => t / 1_000,
+                        TimeUnit::Microseconds => t,
+                        TimeUnit::Milliseconds => t * 1_000,
+                    };
+                    let ts = chrono::DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc());
+                    encoder.encode_field(&ts)?
+                }
+                other => encoder.encode_field(&other.to_string())?,
+            }
+        }
+        rows.push(Ok(encoder.take_row()));
+    }
+    Ok(rows)
+}
+
+impl Backend {
+    fn new(state: PgState) -> Backend {
+        Backend { state, parser: Arc::new(NoopQueryParser::new()), described: Mutex::new(None) }
+    }
+
+    /// Checks and runs one statement (off the async workers: it may wait for its worker).
+    async fn run(&self, sql: &str) -> PgWireResult<DataFrame> {
+        let Some(snapshot) = self.state.store.current() else {
+            return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
+        };
+        let offered = offered_tables(&snapshot.info.views);
+        let checked = sandbox::check(sql, &offered).map_err(|r| match r {
+            Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
+            Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
+            Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
+        })?;
+        let runner = Arc::clone(&self.state.sql);
+        let (done, result) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("eco-pg-sql".into())
+            .spawn(move || {
+                let _ = done.send(runner.run(&snapshot, &checked.sql));
+            })
+            .map_err(|e| error("XX000", e.to_string()))?;
+        match result.await.map_err(|e| error("XX000", e.to_string()))? {
+            Outcome::Rows { frame, .. } => Ok(frame),
+            Outcome::Invalid(m) => Err(error("42703", format!("consulta SQL inválida: {m}"))),
+            Outcome::TooExpensive(m) => Err(error("57014", format!("consulta interrompida: {m}"))),
+            Outcome::Busy => Err(error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s")),
+            Outcome::Failed(m) => {
+                tracing::error!(error = %m, "SQL worker failed");
+                Err(error("XX000", "erro interno do servidor"))
+            }
+        }
+    }
+
+    fn response(frame: &DataFrame, format: &Format) -> PgWireResult<Response> {
+        let schema = Arc::new(fields(frame, format));
+        let rows = encode(frame, Arc::clone(&schema))?;
+        Ok(Response::Query(QueryResponse::new(schema, stream::iter(rows))))
+    }
+}
+
+/// A statement with its `$n` parameters replaced by SQL literals (outside quoted text).
+fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<String> {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut quoted: Option<char> = None;
+    while let Some(c) = chars.next() {
+        if let Some(q) = quoted {
+            out.push(c);
+            if c == q {
+                quoted = None;
+            }
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            quoted = Some(c);
+            out.push(c);
+            continue;
+        }
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            let mut n = String::new();
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                n.push(d);
+                chars.next();
+            }
+            let i: usize = n.parse().map_err(|_| error("42P02", format!("parâmetro ${n} inválido")))?;
+            let value =
+                params.get(i.wrapping_sub(1)).ok_or_else(|| error("42P02", format!("parâmetro ${i} ausente")))?;
+            match value {
+                None => out.push_str("NULL"),
+                Some(v)
+                    if numeric.get(i - 1).copied().unwrap_or(false) && v.parse::<f64>().is_ok_and(f64::is_finite) =>
+                {
+                    out.push_str(v)
+                }
+                Some(v) => {
+                    out.push('\'');
+                    out.push_str(&v.replace('\'', "''"));
+                    out.push('\'');
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// The bound statement of a portal.
+fn bound(portal: &Portal<String>) -> PgWireResult<String> {
+    let mut values = Vec::with_capacity(portal.parameter_len());
+    let mut numeric = Vec::with_capacity(portal.parameter_len());
+    for i in 0..portal.parameter_len() {
+        let declared = portal.statement.parameter_types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN);
+        let (value, is_number) = match declared {
+            Type::INT2 => (portal.parameter::<i16>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::INT4 => (portal.parameter::<i32>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::INT8 => (portal.parameter::<i64>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::FLOAT4 => (portal.parameter::<f32>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::FLOAT8 => (portal.parameter::<f64>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::BOOL => (portal.parameter::<bool>(i, &declared)?.map(|v| v.to_string()), true),
+            _ => (portal.parameter::<String>(i, &Type::TEXT)?, false),
+        };
+        values.push(value);
+        numeric.push(is_number);
+    }
+    bind(&portal.statement.statement, &values, &numeric)
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Backend {
+    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let trimmed = query.trim().trim_end_matches(';').trim();
+        if trimmed.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let frame = self.run(trimmed).await?;
+        Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Backend {
+    type Statement = String;
+    type QueryParser = NoopQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let sql = bound(portal)?;
+        let cached = {
+            let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
+            match d.take() {
+                Some((s, frame)) if s == sql => Some(frame),
+                _ => None,
+            }
+        };
+        let frame = match cached {
+            Some(f) => f,
+            None => self.run(&sql).await?,
+        };
+        Backend::response(&frame, &portal.result_column_format)
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        _client: &mut C,
+        stmt: &StoredStatement<Self::Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let types: Vec<Type> = stmt.parameter_types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
+        if !types.is_empty() {
+            // The columns need the parameters' values: they come with the portal.
+            return Ok(DescribeStatementResponse::new(types, vec![]));
+        }
+        let frame = self.run(&stmt.statement).await?;
+        let described = fields(&frame, &Format::UnifiedText);
+        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((stmt.statement.clone(), frame));
+        Ok(DescribeStatementResponse::new(types, described))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        _client: &mut C,
+        portal: &Portal<Self::Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let sql = bound(portal)?;
+        let frame = self.run(&sql).await?;
+        let described = fields(&frame, &portal.result_column_format);
+        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((sql, frame));
+        Ok(DescribePortalResponse::new(described))
+    }
+}
+
+/// One connection's handlers.
+struct Handlers {
+    backend: Arc<Backend>,
+    keys: Keys,
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.backend)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.backend)
+    }
+
+    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
+        let mut parameters = DefaultServerParameterProvider::default();
+        parameters.server_version = "16.0 (Eco Insights)".to_owned();
+        Arc::new(CleartextPasswordAuthStartupHandler::new(self.keys.clone(), parameters))
+    }
+}
+
+/// Serves the PostgreSQL protocol on `listener` until the process stops.
+pub async fn serve(listener: TcpListener, state: PgState) {
+    loop {
+        let (socket, peer) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "PostgreSQL front door: accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let handlers = Handlers { backend: Arc::new(Backend::new(state.clone())), keys: Keys(Arc::clone(&state.keys)) };
+        tokio::spawn(async move {
+            if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_literals_outside_quotes() {
+        let p = vec![Some("Fiat".to_string()), Some("2020".to_string()), None, Some("o'Neil".to_string())];
+        let numeric = [false, true, false, false];
+        assert_eq!(
+            bind("SELECT '$1', $1, $2, $3, $4 FROM catalog", &p, &numeric).unwrap(),
+            "SELECT '$1', 'Fiat', 2020, NULL, 'o''Neil' FROM catalog"
+        );
+        assert!(bind("SELECT $9", &p, &numeric).is_err());
+        // A "number" that is not one is quoted, so it cannot inject SQL.
+        assert_eq!(bind("SELECT $1", &[Some("1; DROP".into())], &[true]).unwrap(), "SELECT '1; DROP'");
+    }
+}

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""`make pg-test`: the PostgreSQL front door (`--pg-bind`) with the clients analysts use.
+
+The service serves a generated export over HTTP and the PostgreSQL protocol; psycopg 3 (the
+extended protocol, with parameters) and `psql -c` (the simple protocol) ask it analysts' queries,
+and DuckDB in-process answers the same queries on the same file. Also checked: credentials
+(user = key, password = secret; a wrong pair is 28P01), the column types a client sees, and the
+SQLSTATE of each refusal (syntax 42601, unknown table 42P01, forbidden 42501, a limit 57014).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY, SECRET = "pg-check", "pg-check-secret"
+
+passed = 0
+failed = 0
+
+
+def check(name: str, ok: bool, detail: str = "") -> None:
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"pg: {name}: ok")
+    else:
+        failed += 1
+        print(f"pg: FAILED {name}: {detail}", file=sys.stderr)
+
+
+def same_rows(got, want) -> bool:
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want):
+        if len(g) != len(w):
+            return False
+        for x, y in zip(g, w):
+            if isinstance(x, float) or isinstance(y, float):
+                if x is None or y is None or not math.isclose(float(x), float(y), rel_tol=0, abs_tol=1e-9):
+                    if not (x is None and y is None):
+                        return False
+            elif x != y:
+                return False
+    return True
+
+
+def sqlstate(conn_str: str, sql: str, params=None) -> str | None:
+    try:
+        with psycopg.connect(conn_str, autocommit=True) as conn:
+            conn.execute(sql, params)
+    except psycopg.Error as e:
+        return e.sqlstate
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="eco-pg-"))
+    data = work / "catalog.parquet"
+    subprocess.run([args.binary, "generate", "--rows", "4000", "--seed", "5", "--out", str(data)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    creds = work / "credentials.json"
+    creds.write_text(json.dumps({"credentials": [{"key": KEY, "name": "pg check",
+                                                  "secret_sha256": hashlib.sha256(SECRET.encode()).hexdigest()}]}))
+    log = open(work / "server.log", "w")
+    proc = subprocess.Popen([args.binary, "serve", "--bind", "127.0.0.1:0", "--pg-bind", "127.0.0.1:0",
+                             "--data", str(data), "--credentials", str(creds), "--queries", str(ROOT / "queries"),
+                             "--sql-timeout-ms", "400", "--log", "warn"],
+                            stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
+    try:
+        http = proc.stdout.readline()
+        pg = proc.stdout.readline()
+        if not http.startswith("listening on ") or not pg.startswith("postgres listening on "):
+            raise SystemExit(f"pg: the service did not start: {http!r} {pg!r}")
+        host, port = pg.strip().removeprefix("postgres listening on ").rsplit(":", 1)
+        dsn = f"host={host} port={port} user={KEY} password={SECRET} dbname=eco sslmode=disable"
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE catalog AS SELECT * FROM read_parquet('{data}')")
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # Parameters (extended protocol), compared with DuckDB.
+            for sql, params in [
+                ("SELECT marca, COUNT(*) AS n FROM catalog WHERE ano >= %s GROUP BY marca ORDER BY n DESC, marca",
+                 (2018,)),
+                ("SELECT id, ano, co2_fossil_g_km FROM catalog WHERE marca = %s AND ano BETWEEN %s AND %s ORDER BY id",
+                 ("Fiat", 2016, 2020)),
+                ("SELECT combustivel_tipo, AVG(consumo_energetico_mj_km) AS c FROM catalog GROUP BY combustivel_tipo "
+                 "ORDER BY combustivel_tipo", None),
+                ("WITH r AS (SELECT * FROM catalog WHERE tipo_propulsao = %s) SELECT COUNT(*) AS n FROM r",
+                 ("Elétrico",)),
+            ]:
+                got = conn.execute(sql, params).fetchall()
+                duck = sql.replace("%s", "?")
+                want = con.execute(duck, list(params or ())).fetchall()
+                check(f"psycopg {sql[:50]}…", same_rows(got, want), f"{got[:3]} vs {want[:3]}")
+            # The column types a client sees.
+            cur = conn.execute("SELECT ano, co2_fossil_g_km, marca, ar_condicionado FROM catalog LIMIT 1")
+            types = [c.type_code for c in cur.description]
+            names = [psycopg.adapters.types.get(t).name if psycopg.adapters.types.get(t) else t for t in types]
+            check("column types int8, float8, text, bool", names == ["int8", "float8", "text", "bool"], str(names))
+            # A join with the eco score view answers.
+            n = conn.execute("SELECT COUNT(*) FROM catalog c JOIN vw_eco_score e ON c.id = e.id").fetchone()[0]
+            check("join with vw_eco_score", n == 4000, str(n))
+
+        # Credentials and SQLSTATEs.
+        bad = f"host={host} port={port} user={KEY} password=wrong dbname=eco sslmode=disable"
+        try:
+            psycopg.connect(bad).close()
+            check("wrong password refused (28P01)", False, "connected")
+        except psycopg.OperationalError as e:
+            check("wrong password refused (28P01)", "28P01" in str(e) or "password" in str(e).lower(), str(e))
+        for sql, code in [
+            ("SELEC 1", "42601"),
+            ("SELECT * FROM secrets", "42P01"),
+            ("DROP TABLE catalog", "42501"),
+            ("SELECT * FROM read_parquet('/etc/passwd')", "42501"),
+            ("SELECT COUNT(*) FROM catalog a CROSS JOIN catalog b CROSS JOIN (SELECT ano FROM catalog LIMIT 200) c "
+             "WHERE a.modelo < b.modelo", "57014"),
+        ]:
+            got = sqlstate(dsn, sql)
+            check(f"{sql[:40]}… answers {code}", got == code, f"got {got}")
+
+        # psql, the simple protocol.
+        env = {**os.environ, "PGPASSWORD": SECRET}
+        out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c",
+                              "SELECT COUNT(*) FROM catalog WHERE ano >= 2020"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        want = con.execute("SELECT COUNT(*) FROM catalog WHERE ano >= 2020").fetchone()[0]
+        check("psql -c", out.returncode == 0 and out.stdout.strip() == str(want), f"{out.stdout!r} {out.stderr!r}")
+        out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
