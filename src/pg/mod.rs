@@ -157,8 +157,31 @@ impl Backend {
         Backend { state, parser: Arc::new(NoopQueryParser::new()), described: Mutex::new(None) }
     }
 
+    /// Checks and runs one statement, counted in the metrics and logged like a request.
+    async fn run(&self, sql: &str, user: Option<String>) -> PgWireResult<DataFrame> {
+        let started = std::time::Instant::now();
+        let result = self.run_unlogged(sql).await;
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(PgWireError::UserError(e)) if e.code.starts_with("42") => {
+                if e.code == "42501" {
+                    "refused"
+                } else {
+                    "invalid"
+                }
+            }
+            Err(PgWireError::UserError(e)) if e.code == "57014" => "stopped",
+            Err(_) => "error",
+        };
+        crate::process::metrics::pg_query(outcome);
+        let latency_ms = (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0;
+        let key = user.unwrap_or_default();
+        tracing::info!(%key, result = outcome, latency_ms, "postgres query");
+        result
+    }
+
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
-    async fn run(&self, sql: &str) -> PgWireResult<DataFrame> {
+    async fn run_unlogged(&self, sql: &str) -> PgWireResult<DataFrame> {
         let Some(snapshot) = self.state.store.current() else {
             return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
         };
@@ -193,6 +216,11 @@ impl Backend {
         let rows = encode(frame, Arc::clone(&schema))?;
         Ok(Response::Query(QueryResponse::new(schema, stream::iter(rows))))
     }
+}
+
+/// The API key a connection logged in with (for the log line of its queries).
+fn user_of<C: ClientInfo>(client: &C) -> Option<String> {
+    client.metadata().get("user").cloned()
 }
 
 /// A statement with its `$n` parameters replaced by SQL literals (outside quoted text).
@@ -265,7 +293,7 @@ fn bound(portal: &Portal<String>) -> PgWireResult<String> {
 
 #[async_trait]
 impl SimpleQueryHandler for Backend {
-    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
@@ -273,7 +301,7 @@ impl SimpleQueryHandler for Backend {
         if trimmed.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
-        let frame = self.run(trimmed).await?;
+        let frame = self.run(trimmed, user_of(client)).await?;
         Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
     }
 }
@@ -289,7 +317,7 @@ impl ExtendedQueryHandler for Backend {
 
     async fn do_query<C>(
         &self,
-        _client: &mut C,
+        client: &mut C,
         portal: &Portal<Self::Statement>,
         _max_rows: usize,
     ) -> PgWireResult<Response>
@@ -306,14 +334,14 @@ impl ExtendedQueryHandler for Backend {
         };
         let frame = match cached {
             Some(f) => f,
-            None => self.run(&sql).await?,
+            None => self.run(&sql, user_of(client)).await?,
         };
         Backend::response(&frame, &portal.result_column_format)
     }
 
     async fn do_describe_statement<C>(
         &self,
-        _client: &mut C,
+        client: &mut C,
         stmt: &StoredStatement<Self::Statement>,
     ) -> PgWireResult<DescribeStatementResponse>
     where
@@ -324,7 +352,7 @@ impl ExtendedQueryHandler for Backend {
             // The columns need the parameters' values: they come with the portal.
             return Ok(DescribeStatementResponse::new(types, vec![]));
         }
-        let frame = self.run(&stmt.statement).await?;
+        let frame = self.run(&stmt.statement, user_of(client)).await?;
         let described = fields(&frame, &Format::UnifiedText);
         *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((stmt.statement.clone(), frame));
         Ok(DescribeStatementResponse::new(types, described))
@@ -332,14 +360,14 @@ impl ExtendedQueryHandler for Backend {
 
     async fn do_describe_portal<C>(
         &self,
-        _client: &mut C,
+        client: &mut C,
         portal: &Portal<Self::Statement>,
     ) -> PgWireResult<DescribePortalResponse>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
         let sql = bound(portal)?;
-        let frame = self.run(&sql).await?;
+        let frame = self.run(&sql, user_of(client)).await?;
         let described = fields(&frame, &portal.result_column_format);
         *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((sql, frame));
         Ok(DescribePortalResponse::new(described))

@@ -42,7 +42,16 @@ struct HttpMetrics {
     duration: HistogramFamily,
     in_flight: Gauge,
     rate_limited: Counter,
+    pg_queries: Family<ResultLabels, Counter>,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+/// The outcomes a PostgreSQL-protocol query is counted under (a closed set).
+pub const PG_RESULTS: [&str; 5] = ["ok", "invalid", "refused", "stopped", "error"];
 
 fn duration_histogram() -> Histogram {
     // 0.5 ms to about 16 s.
@@ -54,7 +63,14 @@ static METRICS: LazyLock<HttpMetrics> = LazyLock::new(|| HttpMetrics {
     duration: Family::new_with_constructor(duration_histogram as fn() -> Histogram),
     in_flight: Gauge::default(),
     rate_limited: Counter::default(),
+    pg_queries: Family::default(),
 });
+
+/// Counts one query answered over the PostgreSQL protocol (`result`: one of [`PG_RESULTS`]).
+pub fn pg_query(result: &'static str) {
+    let result = PG_RESULTS.iter().copied().find(|r| *r == result).unwrap_or("error");
+    METRICS.pg_queries.get_or_create(&ResultLabels { result }).inc();
+}
 
 /// Log lines dropped because the log writer fell behind (see `crate::logging`).
 static LOG_LINES_DROPPED: AtomicU64 = AtomicU64::new(0);
@@ -164,6 +180,11 @@ pub fn render(dataset: &DatasetFigures) -> Result<String, std::fmt::Error> {
         m.duration.clone(),
     );
     r.register("eco_http_in_flight", "HTTP requests being handled now", m.in_flight.clone());
+    r.register(
+        "eco_pg_queries",
+        "Queries answered over the PostgreSQL protocol, by result (ok, invalid, refused, stopped, error)",
+        m.pg_queries.clone(),
+    );
     r.register(
         "eco_rate_limited",
         "Requests answered 429 RATE_LIMITED (a key's quota exhausted)",

@@ -144,6 +144,16 @@ def main() -> int:
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
+        # The queries are counted in the process's metrics, by result.
+        import urllib.request
+        metrics = urllib.request.urlopen(http.strip().removeprefix("listening on ") + "/metrics", timeout=30).read().decode()
+        counts = {r: 0.0 for r in ("ok", "invalid", "refused", "stopped")}
+        for line in metrics.splitlines():
+            for r in counts:
+                if line.startswith(f'eco_pg_queries_total{{result="{r}"}}'):
+                    counts[r] = float(line.split()[-1])
+        check("eco_pg_queries_total by result", counts["ok"] >= 7 and counts["refused"] >= 2 and counts["stopped"] >= 1
+              and counts["invalid"] >= 2, str(counts))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
