@@ -103,11 +103,12 @@ pub fn run_worker() -> i32 {
 }
 
 fn run_query(request: &Request) -> PolarsResult<DataFrame> {
-    let file = std::fs::File::open(&request.catalog)?;
-    let catalog = IpcReader::new(file).finish()?;
+    // A lazy scan: only the columns the query (and the views it reads) use are read.
+    let path = PlRefPath::try_from_path(&request.catalog)?;
+    let catalog = LazyFrame::scan_ipc(path, IpcScanOptions::default(), UnifiedScanArgs::default())?;
     let views = Views::from_sources(&request.sources, &request.cost).map_err(|e| polars_err!(ComputeError: "{e}"))?;
     let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
-    ctx.register("catalog", catalog.lazy());
+    ctx.register("catalog", catalog);
     for (_, stmt) in &views.statements {
         let _ = ctx.execute(stmt)?;
     }
