@@ -69,6 +69,9 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
 /// The worker: reads a [`Request`] on standard input, runs it, writes the rows on standard
 /// output. Exits 0, or [`QUERY_FAILED`] with the reason on standard error.
 pub fn run_worker() -> i32 {
+    if std::env::var_os(SERVE_ENV).is_some() {
+        return serve_worker();
+    }
     let mut input = String::new();
     if std::io::stdin().read_to_string(&mut input).is_err() {
         eprintln!("cannot read the request");
@@ -102,10 +105,65 @@ pub fn run_worker() -> i32 {
     }
 }
 
+/// Set in a worker's environment: it stays up and answers one framed request after another
+/// (see [`serve_worker`]) instead of one request to its end of input.
+const SERVE_ENV: &str = "ECO_SQL_WORKER_SERVE";
+
+/// A warm worker: reads requests framed as a little-endian u32 length and the JSON, answers each
+/// with a status byte (0: rows, 3: the query failed), a little-endian u64 length and the Arrow IPC
+/// stream or the reason. It loads a catalog file once and keeps it in memory for the next
+/// queries on it. Ends when its input ends.
+fn serve_worker() -> i32 {
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::stdout().lock();
+    let mut loaded: Option<(PathBuf, DataFrame)> = None;
+    loop {
+        let mut len = [0u8; 4];
+        if input.read_exact(&mut len).is_err() {
+            return 0;
+        }
+        let mut buf = vec![0u8; u32::from_le_bytes(len) as usize];
+        if input.read_exact(&mut buf).is_err() {
+            return 2;
+        }
+        let answer = serde_json::from_slice::<Request>(&buf)
+            .map_err(|e| polars_err!(ComputeError: "bad request: {e}"))
+            .and_then(|request| {
+                if loaded.as_ref().is_none_or(|(p, _)| *p != request.catalog) {
+                    loaded = None;
+                    let file = std::fs::File::open(&request.catalog)?;
+                    loaded = Some((request.catalog.clone(), IpcReader::new(file).finish()?));
+                }
+                let catalog = loaded.as_ref().map(|(_, df)| df.clone().lazy()).unwrap_or_default();
+                let mut frame = query_over(&request, catalog)?;
+                let mut bytes = Vec::new();
+                IpcStreamWriter::new(&mut bytes).finish(&mut frame)?;
+                Ok(bytes)
+            });
+        let (status, payload) = match answer {
+            Ok(bytes) => (0u8, bytes),
+            Err(e) => (QUERY_FAILED as u8, e.to_string().into_bytes()),
+        };
+        let written = output
+            .write_all(&[status])
+            .and_then(|()| output.write_all(&(payload.len() as u64).to_le_bytes()))
+            .and_then(|()| output.write_all(&payload))
+            .and_then(|()| output.flush());
+        if written.is_err() {
+            return 2;
+        }
+    }
+}
+
 fn run_query(request: &Request) -> PolarsResult<DataFrame> {
     // A lazy scan: only the columns the query (and the views it reads) use are read.
     let path = PlRefPath::try_from_path(&request.catalog)?;
     let catalog = LazyFrame::scan_ipc(path, IpcScanOptions::default(), UnifiedScanArgs::default())?;
+    query_over(request, catalog)
+}
+
+/// Runs the views and the request's statement over `catalog`.
+fn query_over(request: &Request, catalog: LazyFrame) -> PolarsResult<DataFrame> {
     let views = Views::from_sources(&request.sources, &request.cost).map_err(|e| polars_err!(ComputeError: "{e}"))?;
     let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
     ctx.register("catalog", catalog);
@@ -132,8 +190,26 @@ pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
+/// A warm worker kept between queries, with the catalog file it has loaded.
+struct Warm {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    answers: std::sync::mpsc::Receiver<Option<(u8, Vec<u8>)>>,
+    stderr: std::sync::Arc<Mutex<String>>,
+    catalog: PathBuf,
+}
+
+impl Warm {
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The service's side: worker slots and the catalog file of the dataset version serving.
 pub struct Runner {
+    /// Warm workers waiting for a query (at most `workers`).
+    idle: Mutex<Vec<Warm>>,
     limits: SqlLimits,
     /// Queries running now.
     running: Mutex<usize>,
@@ -158,8 +234,21 @@ impl Drop for Slot<'_> {
 impl Runner {
     pub fn new(limits: SqlLimits) -> Runner {
         let dir = std::env::temp_dir().join(format!("eco-insights-sql-{}", std::process::id()));
+        // The catalog files of services that are gone (a folder per process id).
+        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let gone = name
+                    .strip_prefix("eco-insights-sql-")
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if gone {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
-        Runner { limits, running: Mutex::new(0), dir, writing: Mutex::new(()), program }
+        Runner { limits, idle: Mutex::new(Vec::new()), running: Mutex::new(0), dir, writing: Mutex::new(()), program }
     }
 
     pub fn limits(&self) -> SqlLimits {
@@ -221,14 +310,22 @@ impl Runner {
             sql: sql.to_string(),
             max_rows: self.limits.max_rows,
         };
-        let outcome = self.spawn_and_wait(&request, started);
+        // A worker keeps the catalog in memory when it takes at most half its budget (a query
+        // then reads no file); a larger catalog is scanned per query by a worker of its own.
+        let size = std::fs::metadata(&catalog).map(|m| m.len()).unwrap_or(u64::MAX);
+        let outcome = if size.saturating_mul(2) <= self.limits.memory_bytes {
+            self.ask_warm(&request, started)
+        } else {
+            self.spawn_and_wait(&request, started)
+        };
         match outcome {
             Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &catalog)),
             other => other,
         }
     }
 
-    fn spawn_and_wait(&self, request: &Request, started: Instant) -> Outcome {
+    /// The worker command, within the limits (memory budget, priority, threads).
+    fn command(&self) -> Command {
         let budget = self.limits.memory_bytes;
         let mut command = Command::new(&self.program);
         command
@@ -251,6 +348,159 @@ impl Runner {
                 });
             }
         }
+        command
+    }
+
+    fn too_expensive_time(&self) -> Outcome {
+        let ms = self.limits.timeout.as_millis();
+        Outcome::TooExpensive(format!("a consulta excedeu o tempo limite de {ms} ms e foi interrompida"))
+    }
+
+    fn too_expensive_memory(&self) -> Outcome {
+        Outcome::TooExpensive(format!(
+            "a consulta excedeu o limite de memória de {} MB e foi interrompida",
+            self.limits.memory_bytes / (1024 * 1024)
+        ))
+    }
+
+    /// Starts a warm worker.
+    fn spawn_warm(&self, catalog: &Path) -> Result<Warm, String> {
+        let mut command = self.command();
+        command.env(SERVE_ENV, "1");
+        let mut child = command.spawn().map_err(|e| format!("cannot start the SQL worker: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no worker input")?;
+        let mut stdout = child.stdout.take().ok_or("no worker output")?;
+        let stderr_pipe = child.stderr.take().ok_or("no worker error output")?;
+        let (send, answers) = std::sync::mpsc::channel();
+        let budget = self.limits.memory_bytes;
+        std::thread::Builder::new()
+            .name("eco-sql-answers".into())
+            .spawn(move || loop {
+                let mut head = [0u8; 9];
+                if stdout.read_exact(&mut head).is_err() {
+                    let _ = send.send(None);
+                    return;
+                }
+                let len = u64::from_le_bytes(head[1..].try_into().unwrap_or_default());
+                if len > budget {
+                    let _ = send.send(None);
+                    return;
+                }
+                let mut payload = vec![0u8; len as usize];
+                if stdout.read_exact(&mut payload).is_err() {
+                    let _ = send.send(None);
+                    return;
+                }
+                if send.send(Some((head[0], payload))).is_err() {
+                    return;
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        let stderr = std::sync::Arc::new(Mutex::new(String::new()));
+        let tail = std::sync::Arc::clone(&stderr);
+        std::thread::Builder::new()
+            .name("eco-sql-stderr".into())
+            .spawn(move || {
+                let mut reader = std::io::BufReader::new(stderr_pipe);
+                let mut line = String::new();
+                while std::io::BufRead::read_line(&mut reader, &mut line).map(|n| n > 0).unwrap_or(false) {
+                    let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+                    if t.len() > 16 * 1024 {
+                        t.clear();
+                    }
+                    t.push_str(&line);
+                    line.clear();
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(Warm { child, stdin, answers, stderr, catalog: catalog.to_path_buf() })
+    }
+
+    /// Runs a request on a warm worker (one kept idle for this catalog, or a new one), which
+    /// goes back to the idle ones when it answered in time, and is killed otherwise.
+    fn ask_warm(&self, request: &Request, started: Instant) -> Outcome {
+        let kept = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let (same, other): (Vec<Warm>, Vec<Warm>) = idle.drain(..).partition(|w| w.catalog == request.catalog);
+            let mut same = same;
+            let chosen = same.pop();
+            idle.extend(same);
+            drop(idle);
+            for w in other {
+                w.stop();
+            }
+            chosen
+        };
+        let mut warm = match kept {
+            Some(w) => w,
+            None => match self.spawn_warm(&request.catalog) {
+                Ok(w) => w,
+                Err(e) => return Outcome::Failed(e),
+            },
+        };
+        let body = serde_json::to_vec(request).unwrap_or_default();
+        let sent = warm
+            .stdin
+            .write_all(&(body.len() as u32).to_le_bytes())
+            .and_then(|()| warm.stdin.write_all(&body))
+            .and_then(|()| warm.stdin.flush());
+        if let Err(e) = sent {
+            warm.stop();
+            return Outcome::Failed(format!("cannot reach the SQL worker: {e}"));
+        }
+        let left = (started + self.limits.timeout).saturating_duration_since(Instant::now());
+        match warm.answers.recv_timeout(left) {
+            Ok(Some((0, bytes))) => {
+                let outcome = match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
+                    Ok(frame) => {
+                        let truncated = frame.height() > self.limits.max_rows;
+                        let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
+                        Outcome::Rows { frame, truncated }
+                    }
+                    Err(e) => Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")),
+                };
+                self.keep(warm);
+                outcome
+            }
+            Ok(Some((_, reason))) => {
+                let reason = String::from_utf8_lossy(&reason).into_owned();
+                self.keep(warm);
+                if reason.contains("memory allocation") || reason.contains("capacity overflow") {
+                    return self.too_expensive_memory();
+                }
+                Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string())
+            }
+            Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                // The worker died (an allocation over its budget aborts it).
+                let status = warm.child.wait();
+                let stderr = warm.stderr.lock().map(|s| s.clone()).unwrap_or_default();
+                let signalled = status.as_ref().map(|s| s.code().is_none()).unwrap_or(true);
+                if signalled || stderr.contains("memory allocation") {
+                    return self.too_expensive_memory();
+                }
+                Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim()))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                warm.stop();
+                self.too_expensive_time()
+            }
+        }
+    }
+
+    /// Puts a worker back among the idle ones (or stops it when enough are idle).
+    fn keep(&self, warm: Warm) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < self.limits.workers {
+            idle.push(warm);
+        } else {
+            drop(idle);
+            warm.stop();
+        }
+    }
+
+    fn spawn_and_wait(&self, request: &Request, started: Instant) -> Outcome {
+        let budget = self.limits.memory_bytes;
+        let mut command = self.command();
         let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => return Outcome::Failed(format!("cannot start the SQL worker: {e}")),
