@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test cluster cluster-test report report-test formats-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test s3-test cluster cluster-test report report-test formats-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -27,6 +27,7 @@ help:
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make sql-test  analysts' SQL over HTTP compared with DuckDB on the same export"
 	@echo "make pg-test   the PostgreSQL front door with psycopg and psql, compared with DuckDB"
+	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
@@ -44,6 +45,7 @@ test:
 	$(MAKE) formats-test
 	$(MAKE) sql-test
 	$(MAKE) pg-test
+	$(MAKE) s3-test
 	$(MAKE) report-test
 
 fuzz:
@@ -157,4 +159,18 @@ formats-test: build $(FORMATS_VENV)/.installed
 $(FORMATS_VENV)/.installed: tests/formats/requirements.txt
 	test -x $(FORMATS_VENV)/bin/python || $(PYTHON) -m venv $(FORMATS_VENV)
 	$(FORMATS_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/formats/requirements.txt
+	touch $@
+
+# Exports from object storage (tests/s3/check.py): moto's S3-API server mode (pinned in
+# tests/s3/requirements.txt, installed into $(S3_VENV)/) started by the test on loopback, replicas
+# with --data s3://…: swap under load, broken and deleted objects, the store stopped and restarted,
+# a restart on the state folder, three replicas converging.
+S3_VENV := .venv-s3
+
+s3-test: build $(S3_VENV)/.installed
+	$(S3_VENV)/bin/python tests/s3/check.py --binary $(BIN)
+
+$(S3_VENV)/.installed: tests/s3/requirements.txt
+	test -x $(S3_VENV)/bin/python || $(PYTHON) -m venv $(S3_VENV)
+	$(S3_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/s3/requirements.txt
 	touch $@

@@ -86,9 +86,18 @@ pub const DEFAULT_MAX_DATA_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Parquet catalog to serve (watched: a replaced file is validated and swapped in).
+    /// Parquet catalog to serve: a local path (watched: a replaced file is validated and swapped
+    /// in), or an object pulled from a store, `s3://BUCKET/KEY` (credentials, region and endpoint
+    /// from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION,
+    /// AWS_ENDPOINT_URL, AWS_PROFILE and the shared ~/.aws files; AWS_ALLOW_HTTP=true for a
+    /// plain-HTTP endpoint) or `https://HOST/PATH` (polled every --poll-interval-ms).
     #[arg(long, env = "ECO_DATA", default_value = "data/catalog.parquet")]
     pub data: PathBuf,
+    /// How often a remote --data (s3:// or https://) is asked for changes, in milliseconds: a
+    /// conditional GET (If-None-Match), so an unchanged object costs one small request. While the
+    /// source fails, the polls back off (doubling, up to 16 intervals or a minute).
+    #[arg(long, env = "ECO_POLL_INTERVAL_MS", default_value_t = 5000, value_parser = clap::value_parser!(u64).range(50..=3_600_000))]
+    pub poll_interval_ms: u64,
     /// Address to listen on; port 0 picks a free port (the bound address is printed).
     #[arg(long, env = "ECO_BIND", default_value = "127.0.0.1:8080")]
     pub bind: String,

@@ -9,6 +9,7 @@ use clap::Parser;
 use eco_insights::config::{Cli, Command, CredentialsCommand, GenerateArgs, ReportArgs, ServeArgs, ValidateArgs};
 use eco_insights::engine::load;
 use eco_insights::engine::reload;
+use eco_insights::engine::remote;
 use eco_insights::engine::state::StateDir;
 use eco_insights::engine::store::{ReloadResult, Store};
 use eco_insights::engine::views::Views;
@@ -202,33 +203,44 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let views = Views::read(&args.queries, &cost)?;
     let store = Arc::new(Store::new(None));
+    // A remote export (s3:// or https://) is mirrored to a local file, which is then watched and
+    // validated like a local export; the first poll happens before the first load.
+    let data_arg = args.data.to_string_lossy().into_owned();
+    let mut remote = match remote::is_remote(&data_arg) {
+        true => Some(remote::Remote::open(&data_arg, &remote::mirror_folder(), args.max_data_bytes)?),
+        false => None,
+    };
+    let data = remote.as_ref().map(|r| r.mirror().to_path_buf()).unwrap_or_else(|| args.data.clone());
+    let first_poll = remote.as_mut().map(|r| {
+        tracing::info!(source = %data_arg, "asking the remote source for the export");
+        runtime.block_on(r.poll_recorded(&store))
+    });
     // Watches the file from before it is first read: an export replaced while the service
     // starts is picked up by the first poll.
-    let reloader = reload::Reloader::new(
-        args.data.clone(),
-        args.queries.clone(),
-        cost,
-        Arc::clone(&store),
-        eco_insights::http::warm,
-    )
-    .with_limits(args.input_limits())
-    .with_state(args.state_dir.clone().map(StateDir::new));
+    let reloader =
+        reload::Reloader::new(data.clone(), args.queries.clone(), cost, Arc::clone(&store), eco_insights::http::warm)
+            .with_limits(args.input_limits())
+            .with_state(args.state_dir.clone().map(StateDir::new));
     let kept = args.state_dir.clone().map(StateDir::new);
-    tracing::info!(file = %args.data.display(), "loading dataset");
-    let loaded = eco_insights::process::memory::during_load(|| {
-        let snapshot = reload::load_export(&args.data, &views, args.input_limits(), kept.as_ref(), None)?;
-        if let Some(s) = &snapshot {
-            eco_insights::http::warm(s);
-        }
-        Ok::<_, load::LoadError>(snapshot)
-    });
+    tracing::info!(file = %data.display(), "loading dataset");
+    let loaded = match first_poll {
+        Some(Err(why)) => Err(format!("the remote source cannot be read: {}", remote::mask_urls(&why))),
+        _ => eco_insights::process::memory::during_load(|| {
+            let snapshot = reload::load_export(&data, &views, args.input_limits(), kept.as_ref(), None)?;
+            if let Some(s) = &snapshot {
+                eco_insights::http::warm(s);
+            }
+            Ok::<_, load::LoadError>(snapshot)
+        })
+        .map_err(|e| reload::public_reason(&data, &e.to_string())),
+    };
     match loaded {
         Ok(Some(snapshot)) => {
             tracing::info!(
                 version = %snapshot.info.version,
                 rows = snapshot.info.rows,
                 bytes = snapshot.estimated_bytes(),
-                source = %args.data.display(),
+                source = %data_arg,
                 "dataset loaded"
             );
             store.replace(snapshot);
@@ -236,14 +248,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         Ok(None) => tracing::warn!("the first load found the dataset already serving"),
         Err(e) => {
-            store.record_reload(ReloadResult::Refused(reload::public_reason(&args.data, &e.to_string())));
+            store.record_reload(ReloadResult::Refused(e.clone()));
             match kept
                 .as_ref()
                 .map(|state| (state, eco_insights::process::memory::during_load(|| start_from_state(state, &args))))
             {
                 Some((state, Some(snapshot))) => {
                     tracing::error!(
-                        file = %args.data.display(),
+                        source = %data_arg,
                         "the export is refused; serving the dataset kept in {} (version {}, accepted from {}) until a valid export appears: {e}",
                         state.path().display(),
                         snapshot.info.version,
@@ -254,7 +266,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 _ => {
                     // Serve anyway: the API answers 503 and /readyz says why until a valid export appears.
                     tracing::error!(
-                        file = %args.data.display(),
+                        source = %data_arg,
                         "no dataset loaded; the API answers 503 until a valid export appears: {e}"
                     );
                 }
@@ -282,7 +294,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tokio::spawn(eco_insights::pg::serve(listener, pg));
         }
         let interval = Duration::from_millis(args.reload_interval_ms);
-        tokio::spawn(reloader.run(interval));
+        match remote {
+            Some(remote) => {
+                // The mirror is a local file: checking it often costs a stat.
+                tokio::spawn(reloader.run(interval.min(Duration::from_millis(200))));
+                tokio::spawn(remote.run(Duration::from_millis(args.poll_interval_ms), Arc::clone(&store)));
+            }
+            None => drop(tokio::spawn(reloader.run(interval))),
+        }
         tokio::spawn(
             CredentialsReloader::new(
                 args.credentials.clone(),

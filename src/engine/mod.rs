@@ -14,7 +14,7 @@ pub mod ops;
 pub mod sql;
 
 pub use dataset::{
-    contain, diff, formula, load, publish, reload, schema, snapshot, state, store, table, text_index, views,
+    contain, diff, formula, load, publish, reload, remote, schema, snapshot, state, store, table, text_index, views,
 };
 pub use ops::{catalog, compare, facets, filters, insights, order, profile, rankings, vehicles};
 

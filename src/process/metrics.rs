@@ -43,6 +43,7 @@ struct HttpMetrics {
     in_flight: Gauge,
     rate_limited: Counter,
     pg_queries: Family<ResultLabels, Counter>,
+    source_polls: Family<ResultLabels, Counter>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,7 +65,17 @@ static METRICS: LazyLock<HttpMetrics> = LazyLock::new(|| HttpMetrics {
     in_flight: Gauge::default(),
     rate_limited: Counter::default(),
     pg_queries: Family::default(),
+    source_polls: Family::default(),
 });
+
+/// The results of one poll of a remote source.
+pub const SOURCE_POLL_RESULTS: [&str; 3] = ["unchanged", "downloaded", "error"];
+
+/// Counts one poll of the remote source (`result`: one of [`SOURCE_POLL_RESULTS`]).
+pub fn record_source_poll(result: &'static str) {
+    let result = SOURCE_POLL_RESULTS.iter().copied().find(|r| *r == result).unwrap_or("error");
+    METRICS.source_polls.get_or_create(&ResultLabels { result }).inc();
+}
 
 /// Counts one query answered over the PostgreSQL protocol (`result`: one of [`PG_RESULTS`]).
 pub fn pg_query(result: &'static str) {
@@ -167,6 +178,16 @@ pub struct DatasetFigures {
     pub serving: Option<Serving>,
     pub reloads_ok: u64,
     pub reloads_refused: u64,
+    /// The remote source, when the export is pulled from one.
+    pub source: Option<SourceFigures>,
+}
+
+/// A remote source as the metrics show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFigures {
+    pub reachable: bool,
+    /// Since when its polls fail.
+    pub unreachable_since: Option<DateTime<Utc>>,
 }
 
 /// The metrics text: the request metrics plus the dataset figures now.
@@ -213,6 +234,27 @@ pub fn render(dataset: &DatasetFigures) -> Result<String, std::fmt::Error> {
     reloads.get_or_create(&vec![("result".to_string(), "ok".to_string())]).inc_by(ok);
     reloads.get_or_create(&vec![("result".to_string(), "refused".to_string())]).inc_by(refused);
     r.register("eco_dataset_reloads", "Loads of the data file (start-up and reloads), by result", reloads);
+    if let Some(source) = &dataset.source {
+        r.register(
+            "eco_source_polls",
+            "Polls of the remote source (--data s3:// or https://), by result (unchanged, downloaded, error)",
+            m.source_polls.clone(),
+        );
+        let up = Gauge::<i64>::default();
+        up.set(i64::from(source.reachable));
+        r.register(
+            "eco_source_reachable",
+            "Whether the last poll of the remote source reached the object (1) or not (0)",
+            up,
+        );
+        let since = Gauge::<f64, AtomicU64>::default();
+        since.set(source.unreachable_since.map(|t| t.timestamp_millis() as f64 / 1000.0).unwrap_or(0.0));
+        r.register(
+            "eco_source_unreachable_since_timestamp_seconds",
+            "Since when the remote source's polls fail (Unix time; 0 while they succeed)",
+            since,
+        );
+    }
     let mut out = String::new();
     encode(&mut out, &r)?;
     Ok(out)

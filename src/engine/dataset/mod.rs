@@ -3,12 +3,14 @@
 //! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
 //! changes (`reload`).
 
+pub mod answers;
 pub mod contain;
 pub mod diff;
 pub mod formula;
 pub mod load;
 pub mod publish;
 pub mod reload;
+pub mod remote;
 pub mod schema;
 pub mod snapshot;
 pub mod state;

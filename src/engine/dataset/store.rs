@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use chrono::{DateTime, Utc};
 
+use super::remote::SourceStatus;
 use super::snapshot::Snapshot;
 
 /// What one reload attempt did.
@@ -32,6 +33,8 @@ pub struct Store {
     reloads_ok: AtomicU64,
     reloads_refused: AtomicU64,
     last_reload: Mutex<Option<ReloadRecord>>,
+    /// The remote source's status, when the export is pulled from one.
+    source: Mutex<Option<SourceStatus>>,
 }
 
 impl Store {
@@ -69,5 +72,14 @@ impl Store {
     /// The last reload attempt, if any.
     pub fn last_reload(&self) -> Option<ReloadRecord> {
         self.last_reload.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The remote source's status (`None` for a local export).
+    pub fn source(&self) -> Option<SourceStatus> {
+        self.source.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn set_source(&self, status: SourceStatus) {
+        *self.source.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
     }
 }

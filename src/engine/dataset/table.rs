@@ -112,6 +112,8 @@ pub struct Table {
     orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()],
     /// Answers that depend only on the dataset, computed on first use.
     memo: RwLock<HashMap<&'static str, Arc<Memo>>>,
+    /// Answers to filtered questions, by the normalised question (bounded).
+    pub answers: super::answers::Answers,
     /// The published values of each [`RANGED`] column, NaN for null (so a null fails every
     /// bound), built by the first range filter on that column.
     published: [OnceLock<PolarsResult<Vec<f64>>>; RANGED.len()],
@@ -367,6 +369,7 @@ impl Table {
             index,
             orders,
             memo: RwLock::default(),
+            answers: Default::default(),
             published: Default::default(),
             casas,
         })

@@ -30,6 +30,14 @@ pub struct Facets {
     pub faixa: Vec<Count<String>>,
 }
 
+impl Facets {
+    /// Its approximate size in bytes (for the answers kept per table).
+    pub fn weight(&self) -> usize {
+        let texts = [&self.categoria, &self.combustivel, &self.propulsao, &self.transmissao, &self.marca, &self.faixa];
+        texts.iter().map(|c| c.len() * 64).sum::<usize>() + self.ano.len() * 32 + 128
+    }
+}
+
 fn ordered<T: Ord>(mut counts: Vec<Count<T>>) -> Vec<Count<T>> {
     counts.retain(|c| c.total > 0);
     counts.sort_by(|a, b| {
@@ -109,10 +117,14 @@ fn compute(table: &Table, rows: Option<&[u32]>) -> PolarsResult<Facets> {
 
 /// The facets of the vehicles passing `filters` (without filters, computed once per table).
 pub fn facets(table: &Table, filters: &Filters) -> PolarsResult<std::sync::Arc<Facets>> {
-    match table.selection(&filters.rows()) {
-        None => table.memo("facets", || compute(table, None)),
-        Some(rows) => Ok(std::sync::Arc::new(compute(table, Some(&rows))?)),
+    if filters.is_empty() {
+        return table.memo("facets", || compute(table, None));
     }
+    let key = format!("facets|{}", filters.key());
+    table.answers.get_or_compute(&key, Facets::weight, || {
+        let rows = table.selection(&filters.rows()).unwrap_or_default();
+        compute(table, Some(&rows))
+    })
 }
 
 #[cfg(test)]

@@ -85,6 +85,15 @@ impl Filters {
         }
     }
 
+    /// The question these filters ask, normalised (the folded needles in order, the year
+    /// bounds, the ranges): filters that select the same rows the same way have the same key.
+    pub fn key(&self) -> String {
+        let rows = self.rows();
+        let mut text = rows.text;
+        text.sort();
+        format!("{text:?}|{:?}|{:?}", rows.ano, rows.ranges)
+    }
+
     /// The inclusive year bounds (an exact year is both), or `None` without a year filter.
     pub fn ano_bounds(&self) -> Option<(i32, i32)> {
         let (min, max) = match self.ano {
@@ -119,6 +128,18 @@ pub struct Page<T> {
     pub items: Vec<T>,
     /// How many items the whole list has.
     pub total: usize,
+}
+
+impl<T> Page<T> {
+    /// Its approximate size in bytes (for the answers kept per table).
+    pub fn weight(&self) -> usize {
+        self.items.len() * std::mem::size_of::<T>() + 64
+    }
+}
+
+/// The question of a page of a list: the filters, the window and the sort keys.
+pub fn page_key(op: &str, filters: &Filters, window: Window, keys: &[super::order::SortKey]) -> String {
+    format!("{op}|{}|{window:?}|{keys:?}", filters.key())
 }
 
 /// Sorts `lf` by `keys` (column, descending), nulls last, with the id ascending (its rank,
@@ -169,6 +190,21 @@ mod tests {
         assert!(TextFilter::new("cor", "azul").is_none());
         let f = TextFilter::new("combustivel", "Elétrico").unwrap();
         assert_eq!((f.column, f.folded.as_str()), ("combustivel_tipo", "eletrico"));
+    }
+
+    #[test]
+    fn keys_ignore_case_accents_and_order() {
+        let a = Filters {
+            text: vec![TextFilter::new("marca", "Citroën").unwrap(), TextFilter::new("categoria", "SUV").unwrap()],
+            ..Default::default()
+        };
+        let b = Filters {
+            text: vec![TextFilter::new("categoria", "suv").unwrap(), TextFilter::new("marca", "CITROEN").unwrap()],
+            ..Default::default()
+        };
+        assert_eq!(a.key(), b.key());
+        let c = Filters { ano_min: Some(2020), ..b.clone() };
+        assert_ne!(a.key(), c.key());
     }
 
     #[test]

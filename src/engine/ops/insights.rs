@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use super::filters::{published_mean, Filters, Page, Window};
+use super::filters::{page_key, published_mean, Filters, Page, Window};
 use super::order::{ordered, SortKey};
 use crate::engine::dataset::table::Table;
 
@@ -191,7 +191,8 @@ pub fn summary(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Summary>
     if filters.is_empty() {
         return snapshot.memo("insights/summary", || summary_of(snapshot, filters));
     }
-    summary_of(snapshot, filters).map(Arc::new)
+    let key = format!("insights/summary|{}", filters.key());
+    snapshot.answers.get_or_compute(&key, |_| 1024, || summary_of(snapshot, filters))
 }
 
 fn summary_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Summary> {
@@ -267,13 +268,15 @@ fn ranked_page(
 
 /// `GET /insights/efficiency`: the rows of the vehicles with an efficiency, by
 /// eficiencia_media_referencia descending, then id.
-pub fn efficiency(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Page<u32>> {
-    ranked_page(table, filters, EFICIENCIA, window, keys)
+pub fn efficiency(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Arc<Page<u32>>> {
+    let key = page_key("insights/efficiency", filters, window, keys);
+    table.answers.get_or_compute(&key, Page::weight, || ranked_page(table, filters, EFICIENCIA, window, keys))
 }
 
 /// `GET /insights/eco-scores`: the rows of the scored vehicles, by eco score descending, then id.
-pub fn eco_scores(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Page<u32>> {
-    ranked_page(table, filters, ECO_SCORE, window, keys)
+pub fn eco_scores(table: &Table, filters: &Filters, window: Window, keys: &[SortKey]) -> PolarsResult<Arc<Page<u32>>> {
+    let key = page_key("insights/eco-scores", filters, window, keys);
+    table.answers.get_or_compute(&key, Page::weight, || ranked_page(table, filters, ECO_SCORE, window, keys))
 }
 
 /// `GET /insights/emissions` over the filtered vehicles (computed once per snapshot when there
@@ -282,7 +285,9 @@ pub fn emissions(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Emissi
     if filters.is_empty() {
         return snapshot.memo("insights/emissions", || emissions_of(snapshot, filters));
     }
-    emissions_of(snapshot, filters).map(Arc::new)
+    let key = format!("insights/emissions|{}", filters.key());
+    let weigh = |e: &Emissions| (e.by_category.len() + e.by_fuel.len()) * 64 + 256;
+    snapshot.answers.get_or_compute(&key, weigh, || emissions_of(snapshot, filters))
 }
 
 fn emissions_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Emissions> {
@@ -301,7 +306,9 @@ pub fn by_brand(snapshot: &Table, filters: &Filters) -> PolarsResult<Arc<Vec<Bra
     if filters.is_empty() {
         return snapshot.memo("aggregations/by-brand", || by_brand_of(snapshot, filters));
     }
-    by_brand_of(snapshot, filters).map(Arc::new)
+    let key = format!("aggregations/by-brand|{}", filters.key());
+    let weigh = |b: &Vec<BrandStats>| b.len() * 96 + 64;
+    snapshot.answers.get_or_compute(&key, weigh, || by_brand_of(snapshot, filters))
 }
 
 fn by_brand_of(snapshot: &Table, filters: &Filters) -> PolarsResult<Vec<BrandStats>> {

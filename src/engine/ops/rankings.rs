@@ -10,9 +10,13 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use super::filters::{published, published_mean, sorted, Filters};
+#[cfg(test)]
+use super::filters::published_mean;
+use super::filters::{published, sorted, Filters};
 use crate::engine::dataset::formula::Casas;
-use crate::engine::dataset::table::{Table, Vehicle, ID_RANK, ROW};
+#[cfg(test)]
+use crate::engine::dataset::table::ID_RANK;
+use crate::engine::dataset::table::{Table, Vehicle, ROW};
 
 /// Largest `top` a parameterised ranking accepts.
 pub const MAX_TOP: u32 = 100;
@@ -28,10 +32,15 @@ pub const OVERVIEW_TOP: usize = 5;
 /// Temporary column holding the ranked value.
 const VALUE: &str = "__valor";
 /// Temporary columns of the grouped plan.
+#[cfg(test)]
 const GROUP: &str = "__grupo";
+#[cfg(test)]
 const MEAN: &str = "__media";
+#[cfg(test)]
 const BEST: &str = "__melhor";
+#[cfg(test)]
 const WORST: &str = "__pior";
+#[cfg(test)]
 const TOP: &str = "__top";
 
 /// Sort direction of a ranking.
@@ -107,6 +116,7 @@ impl GroupBy {
     }
 
     /// The group key as a string expression (the year is rendered as text, e.g. "2024").
+    #[cfg(test)]
     fn key(self) -> Expr {
         match self {
             GroupBy::Categoria => col("categoria"),
@@ -273,13 +283,22 @@ fn valued(lf: LazyFrame, value: Expr) -> LazyFrame {
 /// `GET /rankings/custom`: the top N of the filtered vehicles by the metric, in the order. The
 /// table keeps each metric's order (computed once), so the top N is the first N rows of that
 /// order passing the filters: no sort per request.
-pub fn custom(table: &Table, query: &RankingQuery) -> PolarsResult<Vec<u32>> {
-    let order = table.order(query.metric.column(), query.order.descending())?;
-    let matcher = table.matcher(&query.filters.rows());
-    Ok(order.iter().copied().filter(|&r| matcher.matches(r)).take(query.top as usize).collect())
+/// Filtered rankings are kept per table (see `answers`).
+pub fn custom(table: &Table, query: &RankingQuery) -> PolarsResult<Arc<Vec<u32>>> {
+    let key = format!("rankings/custom|{}|{:?}|{:?}|{}", query.filters.key(), query.metric, query.order, query.top);
+    table.answers.get_or_compute(
+        &key,
+        |rows: &Vec<u32>| rows.len() * 4 + 64,
+        || {
+            let order = table.order(query.metric.column(), query.order.descending())?;
+            let matcher = table.matcher(&query.filters.rows());
+            Ok(order.iter().copied().filter(|&r| matcher.matches(r)).take(query.top as usize).collect())
+        },
+    )
 }
 
 /// The group's `row`s sorted by the ranked value in `order`, id ascending on ties.
+#[cfg(test)]
 fn rows_by_value(order: Order) -> Expr {
     col(ROW).sort_by(
         [col(VALUE), col(ID_RANK)],
@@ -289,7 +308,111 @@ fn rows_by_value(order: Order) -> Expr {
 
 /// The grouped rankings: one group per distinct key among the filtered vehicles with a value,
 /// ordered by the group mean in `order` then by key ascending.
-pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Vec<Group>> {
+/// Kept per table, by the question (see `answers`).
+pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Arc<Vec<Group>>> {
+    let key =
+        format!("rankings/grouped|{by:?}|{}|{:?}|{:?}|{}", query.filters.key(), query.metric, query.order, query.top);
+    let weigh = |groups: &Vec<Group>| groups.iter().map(|g| (g.top.len() + 2) * 512 + g.key.len()).sum::<usize>() + 64;
+    snapshot.answers.get_or_compute(&key, weigh, || grouped_of(snapshot, query, by))
+}
+
+/// One walk of the metric's precomputed order (in the requested direction, id ascending on
+/// ties) over the filtered rows: per group its sum and count, its first rows (the top N), and
+/// its extreme in the other direction. No sort of rows per request; only the groups are sorted.
+fn grouped_of(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Vec<Group>> {
+    struct Acc {
+        sum: f64,
+        n: u64,
+        /// Best rows first in the requested order (at most `top`).
+        top: Vec<u32>,
+        /// The first row (in the walk) of the other extreme value.
+        other: (u32, f64),
+    }
+    let column = query.metric.column();
+    let values = snapshot.published(column)?;
+    let order = snapshot.order(column, query.order.descending())?;
+    let filters = query.filters.rows();
+    let matcher = (!filters.is_empty()).then(|| snapshot.matcher(&filters));
+    // The groups' slots: a text column's codes (null: the last slot), or years from the smallest.
+    let text = match by {
+        GroupBy::Ano => None,
+        _ => Some(
+            snapshot
+                .index
+                .column(by.column())
+                .ok_or_else(|| polars_err!(ComputeError: "no dictionary for {}", by.column()))?,
+        ),
+    };
+    let (year_min, slots) = match text {
+        Some(t) => (0, t.values().len() + 1),
+        None => {
+            let (lo, hi) = (0..snapshot.len() as u32)
+                .map(|r| snapshot.ano_at(r))
+                .fold((i32::MAX, i32::MIN), |(lo, hi), a| (lo.min(a), hi.max(a)));
+            (lo, if lo > hi { 0 } else { (hi as i64 - lo as i64 + 1) as usize })
+        }
+    };
+    let slot_of = |row: u32| -> usize {
+        match text {
+            Some(t) => t.code_at(row).map(|c| c as usize).unwrap_or(slots - 1),
+            None => (snapshot.ano_at(row) as i64 - year_min as i64) as usize,
+        }
+    };
+    // Walking in the requested order, the other extreme moves on a strictly more extreme value
+    // only: among ties it stays on the lowest id, as the contract's tie-break wants.
+    let descending = query.order.descending();
+    let beyond = |v: f64, current: f64| if descending { v < current } else { v > current };
+    let top = query.top as usize;
+    let mut accs: Vec<Option<Acc>> = (0..slots).map(|_| None).collect();
+    for &row in order {
+        let v = values[row as usize];
+        if !v.is_finite() || matcher.as_ref().is_some_and(|m| !m.matches(row)) {
+            continue;
+        }
+        let acc = accs[slot_of(row)].get_or_insert_with(|| Acc { sum: 0.0, n: 0, top: Vec::new(), other: (row, v) });
+        acc.sum += v;
+        acc.n += 1;
+        if acc.top.len() < top {
+            acc.top.push(row);
+        }
+        if beyond(v, acc.other.1) {
+            acc.other = (row, v);
+        }
+    }
+    let decimals = snapshot.casas.metricas;
+    let natural_first = query.order == query.metric.natural();
+    let mut groups: Vec<Group> = accs
+        .into_iter()
+        .enumerate()
+        .filter_map(|(slot, acc)| {
+            let acc = acc?;
+            let key = match text {
+                Some(t) => t.values().get(slot).cloned().unwrap_or_default(),
+                None => (year_min as i64 + slot as i64).to_string(),
+            };
+            let first = acc.top.first().map(|&r| snapshot.vehicle_at(r));
+            let other = Some(snapshot.vehicle_at(acc.other.0));
+            let (best, worst) = if natural_first { (first, other) } else { (other, first) };
+            Some(Group {
+                key,
+                mean: crate::engine::dataset::publish::round_published(acc.sum / acc.n as f64, decimals),
+                best,
+                worst,
+                top: acc.top.iter().map(|&r| snapshot.vehicle_at(r)).collect(),
+            })
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        let by_mean = if descending { b.mean.total_cmp(&a.mean) } else { a.mean.total_cmp(&b.mean) };
+        by_mean.then_with(|| a.key.as_bytes().cmp(b.key.as_bytes()))
+    });
+    Ok(groups)
+}
+
+/// The same answer as [`grouped_of`] as one Polars plan (group by, sorts per group): the
+/// reference the walk is checked against.
+#[cfg(test)]
+fn grouped_plan(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Vec<Group>> {
     let natural = query.metric.natural();
     let lf = valued(
         snapshot.filtered(&query.filters.rows(), &[query.metric.column(), by.column()])?,
@@ -409,8 +532,26 @@ mod tests {
                 let want: Vec<Uuid> = reference(all.iter(), m, order).iter().take(25).map(|v| v.id).collect();
                 assert_eq!(got, want, "{m:?} {order:?}");
 
+                let filtered = Filters {
+                    text: vec![crate::engine::filters::TextFilter::new("modelo", "a").unwrap()],
+                    ano_min: Some(2018),
+                    ranges: vec![crate::engine::filters::RangeFilter {
+                        stem: "eco_score",
+                        column: "eco_score",
+                        min: Some(30.0),
+                        max: None,
+                    }],
+                    ..Default::default()
+                };
+                let qf = RankingQuery::new(filtered, Some(m), Some(order), 3);
+                for by in [GroupBy::Categoria, GroupBy::Combustivel, GroupBy::Marca, GroupBy::Ano] {
+                    for q in [&q, &qf] {
+                        let walked = grouped_of(&s, q, by).unwrap();
+                        assert_eq!(walked, grouped_plan(&s, q, by).unwrap(), "{by:?} {q:?}");
+                    }
+                }
                 let groups = grouped(&s, &q, GroupBy::Categoria).unwrap();
-                for g in &groups {
+                for g in groups.iter() {
                     let members = reference(all.iter().filter(|v| v.categoria == g.key), m, order);
                     let top: Vec<Uuid> = g.top.iter().map(|v| v.id).collect();
                     let want: Vec<Uuid> = members.iter().take(25).map(|v| v.id).collect();

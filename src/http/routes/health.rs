@@ -46,6 +46,49 @@ pub struct Readiness {
     /// dataset serving. `result` = `refused` with a 200 means a dataset is serving while the
     /// export at `--data` is refused: `reason` names the file and what is wrong with it.
     pub last_reload: Option<LastReload>,
+    /// The remote source (`--data s3://…` or `https://…`); absent for a local export.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceReport>,
+}
+
+/// A remote source as `/readyz` shows it (this endpoint is public: the object is named without
+/// its bucket, host or folder, and URLs in the reason are masked).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SourceReport {
+    /// `s3` or `http`.
+    #[schema(example = "s3")]
+    pub kind: &'static str,
+    /// The object's name without its bucket or folder.
+    #[schema(example = "catalog.parquet")]
+    pub object: String,
+    /// Whether the last poll reached the object. While false the dataset already serving keeps
+    /// serving (and the polls back off, doubling up to 16 intervals or a minute).
+    pub reachable: bool,
+    /// Since when the polls fail (ISO 8601 UTC); null while they succeed.
+    pub unreachable_since: Option<String>,
+    /// Why the last poll failed; null while they succeed.
+    pub reason: Option<String>,
+    /// When the object was last asked for (ISO 8601 UTC).
+    pub last_poll: Option<String>,
+    /// When a changed object was last downloaded (ISO 8601 UTC); it is then validated and
+    /// swapped in like a local export (`last_reload` gives the outcome).
+    pub last_download: Option<String>,
+}
+
+fn iso(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+fn source_report(store: &Store) -> Option<SourceReport> {
+    store.source().map(|s| SourceReport {
+        kind: if s.url.starts_with("s3://") { "s3" } else { "http" },
+        object: s.url.rsplit('/').next().unwrap_or_default().to_string(),
+        reachable: s.reachable,
+        unreachable_since: s.unreachable_since.map(iso),
+        reason: s.reason.as_deref().map(crate::engine::remote::mask_urls),
+        last_poll: s.last_poll.map(iso),
+        last_download: s.last_download.map(iso),
+    })
 }
 
 /// `/readyz` while no dataset is loaded: the failure envelope (SERVICE_UNAVAILABLE, the message
@@ -57,6 +100,9 @@ pub struct NotReady {
     pub error: ErrorBody,
     /// The last load attempt; null before the first one finished.
     pub last_reload: Option<LastReload>,
+    /// The remote source, as in [`Readiness`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceReport>,
 }
 
 /// One load attempt of the data file.
@@ -160,6 +206,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
                     },
                 },
                 last_reload: last_reload(state.store()),
+                source: source_report(state.store()),
             }),
         )
             .into_response(),
@@ -172,7 +219,10 @@ async fn readyz(State(state): State<AppState>) -> Response {
                 _ => ApiError::Unavailable.message(),
             };
             let error = ErrorBody { code: ApiError::Unavailable.code(), message };
-            (StatusCode::SERVICE_UNAVAILABLE, Json(NotReady { success: false, error, last_reload: last }))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(NotReady { success: false, error, last_reload: last, source: source_report(state.store()) }),
+            )
                 .into_response()
         }
     }

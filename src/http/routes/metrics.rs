@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 
 use crate::http::contract::error::ApiError;
 use crate::http::contract::state::AppState;
-use crate::process::metrics::{render, DatasetFigures, Serving, CONTENT_TYPE};
+use crate::process::metrics::{render, DatasetFigures, Serving, SourceFigures, CONTENT_TYPE};
 
 /// The `/metrics` route with its OpenAPI description.
 fn routes() -> OpenApiRouter<AppState> {
@@ -35,7 +35,10 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     responses((status = 200, description = "The metrics in the OpenMetrics text format \
         (`eco_http_requests_total{route,method,status}`, `eco_http_request_duration_seconds` by route, \
         `eco_http_in_flight`, `eco_rate_limited_total`, `eco_log_lines_dropped_total`, `eco_dataset_rows`, \
-        `eco_dataset_info{version}`, `eco_dataset_loaded_timestamp_seconds`, `eco_dataset_reloads_total{result}`)",
+        `eco_dataset_info{version}`, `eco_dataset_loaded_timestamp_seconds`, `eco_dataset_reloads_total{result}`, \
+        `eco_pg_queries_total{result}`; with a remote source (`--data s3://…` or `https://…`) also \
+        `eco_source_polls_total{result}`, `eco_source_reachable` and \
+        `eco_source_unreachable_since_timestamp_seconds`)",
         content_type = "application/openmetrics-text", body = String))
 )]
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -46,7 +49,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
         version: s.info.version.clone(),
         loaded_at: s.info.loaded_at,
     });
-    match render(&DatasetFigures { serving, reloads_ok, reloads_refused }) {
+    let source =
+        store.source().map(|s| SourceFigures { reachable: s.reachable, unreachable_since: s.unreachable_since });
+    match render(&DatasetFigures { serving, reloads_ok, reloads_refused, source }) {
         Ok(text) => {
             let mut res = text.into_response();
             let h = res.headers_mut();
