@@ -79,6 +79,13 @@ QUERIES = [
      "WHERE e.eco_score IS NOT NULL GROUP BY c.marca ORDER BY c.marca",
      "SELECT c.marca, COUNT(*) AS n, MAX(e.eco_score) AS top FROM catalog c JOIN eco e ON c.id = e.id "
      "WHERE e.eco_score IS NOT NULL GROUP BY c.marca ORDER BY c.marca", 0.05),
+    ("text functions on the brand and category",
+     "SELECT LOWER(marca) AS m, UPPER(categoria) AS c, LENGTH(modelo) AS l, COUNT(*) AS n FROM catalog "
+     "WHERE marca LIKE 'F%' OR categoria ILIKE '%esportivo%' GROUP BY LOWER(marca), UPPER(categoria), LENGTH(modelo) "
+     "ORDER BY m, c, l", None, 0),
+    ("ordering and comparing text",
+     "SELECT marca, MIN(modelo) AS primeiro, MAX(modelo) AS ultimo FROM catalog WHERE marca > 'G' AND "
+     "categoria IN ('Médio', 'Picape') GROUP BY marca ORDER BY marca DESC", None, 0),
     ("brands whose best model beats their worst by 30 points",
      "WITH m AS (SELECT marca, modelo, AVG(eco_score) AS s FROM vw_eco_score WHERE eco_score IS NOT NULL "
      "GROUP BY marca, modelo) SELECT marca FROM m GROUP BY marca HAVING MAX(s) - MIN(s) > 30 ORDER BY marca",

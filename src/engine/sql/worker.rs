@@ -116,7 +116,10 @@ const SERVE_ENV: &str = "ECO_SQL_WORKER_SERVE";
 fn serve_worker() -> i32 {
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
-    let mut loaded: Option<(PathBuf, DataFrame)> = None;
+    // The catalog file loaded last: its text columns as text, and the same frame with the
+    // low-cardinality text columns dictionary-encoded (group by and joins on codes are about
+    // twice as fast).
+    let mut loaded: Option<(PathBuf, DataFrame, DataFrame)> = None;
     loop {
         let mut len = [0u8; 4];
         if input.read_exact(&mut len).is_err() {
@@ -129,13 +132,18 @@ fn serve_worker() -> i32 {
         let answer = serde_json::from_slice::<Request>(&buf)
             .map_err(|e| polars_err!(ComputeError: "bad request: {e}"))
             .and_then(|request| {
-                if loaded.as_ref().is_none_or(|(p, _)| *p != request.catalog) {
+                if loaded.as_ref().is_none_or(|(p, _, _)| *p != request.catalog) {
                     loaded = None;
                     let file = std::fs::File::open(&request.catalog)?;
-                    loaded = Some((request.catalog.clone(), IpcReader::new(file).finish()?));
+                    let text = IpcReader::new(file).finish()?;
+                    let coded = dictionary_encoded(&text)?;
+                    loaded = Some((request.catalog.clone(), text, coded));
                 }
-                let catalog = loaded.as_ref().map(|(_, df)| df.clone().lazy()).unwrap_or_default();
-                let mut frame = query_over(&request, catalog)?;
+                let (text, coded) = match &loaded {
+                    Some((_, text, coded)) => (text.clone(), coded.clone()),
+                    None => Default::default(),
+                };
+                let mut frame = query_over(&request, coded.lazy()).or_else(|_| query_over(&request, text.lazy()))?;
                 let mut bytes = Vec::new();
                 IpcStreamWriter::new(&mut bytes).finish(&mut frame)?;
                 Ok(bytes)
@@ -162,7 +170,8 @@ fn run_query(request: &Request) -> PolarsResult<DataFrame> {
     query_over(request, catalog)
 }
 
-/// Runs the views and the request's statement over `catalog`.
+/// Runs the views and the request's statement over `catalog`; dictionary-encoded columns of the
+/// answer are text again.
 fn query_over(request: &Request, catalog: LazyFrame) -> PolarsResult<DataFrame> {
     let views = Views::from_sources(&request.sources, &request.cost).map_err(|e| polars_err!(ComputeError: "{e}"))?;
     let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
@@ -170,7 +179,44 @@ fn query_over(request: &Request, catalog: LazyFrame) -> PolarsResult<DataFrame> 
     for (_, stmt) in &views.statements {
         let _ = ctx.execute(stmt)?;
     }
-    ctx.execute(&request.sql)?.limit(request.max_rows as IdxSize + 1).collect()
+    let frame = ctx.execute(&request.sql)?.limit(request.max_rows as IdxSize + 1).collect()?;
+    as_text(frame)
+}
+
+/// `frame` with its dictionary-encoded text columns as text.
+fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
+    if !frame.columns().iter().any(|c| matches!(c.dtype(), DataType::Categorical(_, _))) {
+        return Ok(frame);
+    }
+    let columns = frame
+        .columns()
+        .iter()
+        .map(|c| match c.dtype() {
+            DataType::Categorical(_, _) => c.cast(&DataType::String),
+            _ => Ok(c.clone()),
+        })
+        .collect::<PolarsResult<Vec<_>>>()?;
+    DataFrame::new_infer_height(columns)
+}
+
+/// The catalog with its [`DICTIONARY_ENCODED`] columns dictionary-encoded, all with one mapping
+/// (so two of them compare). A query runs on it first: its answers are those of the text
+/// columns (comparisons, ordering, joins and grouping read the values), and a query it cannot
+/// plan (a text function such as LOWER or LIKE on such a column) runs again on the text.
+fn dictionary_encoded(text: &DataFrame) -> PolarsResult<DataFrame> {
+    let dtype = crate::engine::dataset::schema::dictionary_dtype();
+    let columns = text
+        .columns()
+        .iter()
+        .map(|c| {
+            if DICTIONARY_ENCODED.contains(&c.name().as_str()) && c.dtype() == &DataType::String {
+                c.cast(&dtype)
+            } else {
+                Ok(c.clone())
+            }
+        })
+        .collect::<PolarsResult<Vec<_>>>()?;
+    DataFrame::new_infer_height(columns)
 }
 
 /// The `catalog` table of a snapshot as analysts' SQL sees it: the validated export as loaded
