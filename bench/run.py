@@ -28,6 +28,7 @@ import threading
 import time
 import traceback
 import unicodedata
+import urllib.parse
 
 import duckdb
 import pyarrow as pa
@@ -262,7 +263,7 @@ def rotating_filters(brands, categories, n=48):
         if i % 3 != 2:
             parts.append(f"marca={brands[i % len(brands)]}")
         if i % 2 == 0:
-            parts.append(f"categoria={categories[(i // 2) % len(categories)]}")
+            parts.append(f"categoria={urllib.parse.quote(categories[(i // 2) % len(categories)])}")
         y = 2012 + i % 10
         if i % 4 in (0, 1):
             parts.append(f"ano_min={y}&ano_max={y + 4}")
