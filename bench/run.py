@@ -626,7 +626,10 @@ def bench_size(args, rows, results):
         first = Server(state_argv)
         try:
             wait_ready(first)
-            time.sleep(0.5)
+            # The table prepared for the next restart is written after the first answer.
+            deadline = time.perf_counter() + 120
+            while not any(n.endswith(".sums.json") for n in os.listdir(state)) and time.perf_counter() < deadline:
+                time.sleep(0.1)
         finally:
             first.stop()
         restarts = []

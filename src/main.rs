@@ -226,11 +226,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let loaded = match first_poll {
         Some(Err(why)) => Err(format!("the remote source cannot be read: {}", remote::mask_urls(&why))),
         _ => eco_insights::process::memory::during_load(|| {
-            let snapshot = reload::load_export(&data, &views, args.input_limits(), kept.as_ref(), None)?;
-            if let Some(s) = &snapshot {
-                eco_insights::http::warm(s);
-            }
-            Ok::<_, load::LoadError>(snapshot)
+            reload::load_export(&data, &views, args.input_limits(), kept.as_ref(), None)
         })
         .map_err(|e| reload::public_reason(&data, &e.to_string())),
     };
@@ -245,6 +241,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             );
             store.replace(snapshot);
             store.record_reload(ReloadResult::Ok);
+            // The dataset-only answers are computed while the service starts listening: nothing
+            // is serving yet to be slowed down, and a request that needs one waits for it.
+            if let Some(current) = store.current() {
+                let warming = std::thread::Builder::new()
+                    .name("eco-warm".into())
+                    .spawn(move || eco_insights::http::warm(&current));
+                if let Err(e) = warming {
+                    tracing::warn!("cannot start the thread computing the dataset-only answers: {e}");
+                }
+            }
         }
         Ok(None) => tracing::warn!("the first load found the dataset already serving"),
         Err(e) => {

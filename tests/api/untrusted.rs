@@ -598,6 +598,89 @@ fn a_restart_serves_the_kept_dataset_when_the_export_is_broken_or_gone() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The answers of a few operations, without what differs per request.
+fn answers(app: &TestApp) -> Vec<(String, Option<String>)> {
+    let paths = [
+        "/rankings/most-economical",
+        "/insights/summary?ano_min=2015",
+        "/rankings/by-brand?metric=co2&top=3",
+        "/catalog/vehicles?page=2&page_size=7&sort=-ano,marca",
+        "/insights/eco-scores?page=3&page_size=5",
+        "/facets?categoria=compacto",
+    ];
+    paths
+        .iter()
+        .map(|p| {
+            let res = app.get_req(p).send();
+            assert_eq!(res.status, 200, "{p}: {}", res.text());
+            let mut body = res.json();
+            for volatile in ["request_id", "timestamp", "generated_at"] {
+                if let Some(meta) = body.get_mut("data").and_then(|d| d.get_mut("meta")) {
+                    meta.as_object_mut().map(|m| m.remove(volatile));
+                }
+            }
+            (body.to_string(), res.header("etag").map(str::to_string))
+        })
+        .collect()
+}
+
+fn wait_for_file(path: &Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !path.is_file() {
+        assert!(std::time::Instant::now() < deadline, "{} was never written", path.display());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A restart on an unchanged export maps the table prepared in the state folder and answers
+/// exactly as the load from the export did; a damaged prepared table is never used (the export
+/// is loaded instead, with the same answers) and is written again.
+#[test]
+fn a_restart_on_an_unchanged_export_maps_the_prepared_table() {
+    let dir = temp_dir("prepared");
+    let data = dir.join("catalog.parquet");
+    let state = dir.join("state");
+    std::fs::write(&data, small_export()).unwrap();
+    let args = ["--state-dir", state.to_str().unwrap()];
+    let (version, loaded) = {
+        let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
+        let (v, _) = served_version(&app);
+        wait_for_file(&state.join(format!("table-{v}.sums.json")));
+        (v, answers(&app))
+    };
+    let table = state.join(format!("table-{version}.arrow"));
+    {
+        let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
+        assert_eq!(served_version(&app), (version.clone(), "export".to_string()));
+        assert!(app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
+        assert_eq!(answers(&app), loaded, "the mapped table answers as the loaded one");
+    }
+    // One flipped byte in the prepared table: refused by its checksums, the export is loaded.
+    let mut bytes = std::fs::read(&table).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x01;
+    std::fs::write(&table, &bytes).unwrap();
+    {
+        let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
+        assert_eq!(served_version(&app), (version.clone(), "export".to_string()));
+        assert!(app.logs().contains("checksums do not match"), "{}", app.logs());
+        assert!(!app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
+        assert_eq!(answers(&app), loaded);
+        // Written again from the loaded table.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::fs::read(&table).map(|b| b == bytes).unwrap_or(true) {
+            assert!(std::time::Instant::now() < deadline, "the prepared table was not written again");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        wait_for_file(&state.join(format!("table-{version}.sums.json")));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
+    assert!(app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
+    assert_eq!(answers(&app), loaded);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A newer good export is kept in place of the older one; a broken export after it, then a
 /// restart, serves the newer. A damaged kept copy is refused with a log line, never served.
 #[test]

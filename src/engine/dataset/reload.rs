@@ -72,11 +72,26 @@ pub fn load_export(
     state: Option<&StateDir>,
     serving: Option<&str>,
 ) -> Result<Option<Snapshot>, LoadError> {
-    let bytes = load::read_limited(data, limits.max_bytes)?;
-    let digest = load::export_digest(&bytes);
-    let version = load::version_from(&digest, views);
+    // At start-up with a state folder, the table of the kept version is mapped on another
+    // thread while the export is read and hashed: it serves if the export turns out to be the
+    // kept one (a restart on an unchanged export), and is dropped otherwise.
+    let kept = state.filter(|_| serving.is_none()).and_then(|s| s.kept_version().map(|v| (s, v)));
+    let (read, early) = std::thread::scope(|scope| {
+        let early =
+            kept.as_ref().map(|(s, v)| scope.spawn(move || restore_prepared(s, v, data, views, Origin::Export)));
+        let read = load::read_limited(data, limits.max_bytes).map(|bytes| {
+            let digest = load::export_digest(&bytes);
+            let version = load::version_from(&digest, views);
+            (bytes, digest, version)
+        });
+        (read, early.and_then(|h| h.join().ok().flatten()))
+    });
+    let (bytes, digest, version) = read?;
     if serving == Some(version.as_str()) {
         return Ok(None);
+    }
+    if let Some(snapshot) = early.filter(|s| s.info.version == version) {
+        return Ok(Some(snapshot));
     }
     let staged = state.and_then(|s| {
         s.stage(&bytes, digest).unwrap_or_else(|e| {
@@ -91,7 +106,10 @@ pub fn load_export(
                 let source = data.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 match s.commit(staged, digest, &version, views, &source) {
                     Ok(()) => {
-                        tracing::info!(%version, state_dir = %s.path().display(), "dataset kept in the state folder")
+                        tracing::info!(%version, state_dir = %s.path().display(), "dataset kept in the state folder");
+                        if let Ok(snapshot) = &loaded {
+                            save_prepared(s.clone(), &version, snapshot);
+                        }
                     }
                     Err(e) => tracing::error!(
                         state_dir = %s.path().display(),
@@ -109,9 +127,83 @@ pub fn load_export(
     loaded.map(Some)
 }
 
+/// A restart on the dataset the state folder keeps (same version: same export bytes, views and
+/// cost configuration): its served table mapped from the folder (`table-<version>.arrow`,
+/// written after the dataset was first accepted) instead of decoding the export and computing
+/// the views and the table again. `None` (after a log line when something was wrong with it)
+/// sends the caller down the full load.
+fn restore_prepared(state: &StateDir, version: &str, data: &Path, views: &Views, origin: Origin) -> Option<Snapshot> {
+    if state.kept_version().as_deref() != Some(version) {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    let frame = match state.load_prepared(version)? {
+        Ok(frame) => {
+            tracing::debug!(ms = started.elapsed().as_millis() as u64, "prepared table mapped");
+            frame
+        }
+        Err(e) => {
+            tracing::warn!(%version, "the prepared table cannot be read; loading the export: {e}");
+            return None;
+        }
+    };
+    let info = super::snapshot::DatasetInfo {
+        version: version.to_string(),
+        loaded_at: chrono::Utc::now(),
+        source: data.to_path_buf(),
+        origin,
+        rows: frame.height(),
+        views: Arc::new(views.clone()),
+    };
+    let casas = views.params.casas;
+    match super::contain::contained(|| super::table::Table::restore(frame, casas)) {
+        Ok(Ok(table)) => {
+            tracing::info!(%version, rows = info.rows, ms = started.elapsed().as_millis() as u64, "prepared table mapped from the state folder");
+            Some(Snapshot { info, table })
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(%version, "the prepared table is refused; loading the export: {e}");
+            None
+        }
+        Err(panic) => {
+            tracing::warn!(%version, "the prepared table is refused ({panic}); loading the export");
+            None
+        }
+    }
+}
+
+/// Writes the served table of a dataset just kept in the state folder, on a thread of its own
+/// (serving does not wait for it), for the next restart on the same version.
+fn save_prepared(state: StateDir, version: &str, snapshot: &Snapshot) {
+    let mut frame = match snapshot.table.prepared() {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(version, "cannot prepare the table for the state folder: {e}");
+            return;
+        }
+    };
+    let version = version.to_string();
+    let work = move || {
+        let started = std::time::Instant::now();
+        match state.save_prepared(&version, &mut frame) {
+            Ok(()) => {
+                tracing::info!(%version, ms = started.elapsed().as_millis() as u64, "prepared table written to the state folder")
+            }
+            Err(e) => tracing::warn!(%version, "cannot write the prepared table to the state folder: {e}"),
+        }
+    };
+    if let Err(e) = std::thread::Builder::new().name("eco-prepare".into()).spawn(work) {
+        tracing::warn!("cannot start the thread writing the prepared table: {e}");
+    }
+}
+
 /// The dataset kept in the state folder, checked and loaded; `Ok(None)` when nothing is kept.
 pub fn load_kept(state: &StateDir, limits: InputLimits) -> Result<Option<Snapshot>, String> {
     let Some(kept) = state.read(limits.max_bytes)? else { return Ok(None) };
+    if let Some(mut snapshot) = restore_prepared(state, &kept.version, &kept.path, &kept.views, Origin::State) {
+        snapshot.info.source = PathBuf::from(kept.source);
+        return Ok(Some(snapshot));
+    }
     let path = kept.path.clone();
     let mut snapshot = load::load_owned(kept.bytes, kept.version, &path, &kept.views, limits.max_rows)
         .map_err(|e| format!("the kept dataset is refused: {e}"))?;

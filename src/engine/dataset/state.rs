@@ -13,9 +13,15 @@
 //! back is checked (the manifest's shape and format, the export's size and SHA-256, the version
 //! recomputed from the kept views) and then loaded through the same checks as any export: a
 //! damaged kept copy is refused with a log line, never served.
+//!
+//! Beside it, the served table of the kept version (`table-<version>.arrow`, Arrow IPC, with the
+//! XXH3 of every 8 MiB in `table-<version>.sums.json`): a restart on the same version maps it
+//! instead of building the table again (see `reload::load_export`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use polars::prelude::{DataFrame, IpcReader, IpcWriter, SerReader, SerWriter};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -102,6 +108,31 @@ fn temporary(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
+/// The checksums of a prepared table: its size and the XXH3 of each [`SUM_CHUNK`] bytes.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ChunkSums {
+    bytes: u64,
+    chunk: u64,
+    xxh3: Vec<u64>,
+}
+
+const SUM_CHUNK: usize = 8 << 20;
+
+/// [`ChunkSums`] of a file, the chunks hashed in parallel through a mapping.
+fn chunk_sums(path: &Path) -> Result<ChunkSums, String> {
+    use rayon::prelude::*;
+    let file = std::fs::File::open(path).map_err(|e| io_context("open", path, e))?;
+    let len = file.metadata().map_err(|e| io_context("read", path, e))?.len();
+    if len == 0 {
+        return Ok(ChunkSums { bytes: 0, chunk: SUM_CHUNK as u64, xxh3: Vec::new() });
+    }
+    // SAFETY: read-only mapping of a file this service writes once (temporary file, renamed)
+    // and never modifies in place.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io_context("map", path, e))?;
+    let xxh3 = map.par_chunks(SUM_CHUNK).map(xxhash_rust::xxh3::xxh3_64).collect();
+    Ok(ChunkSums { bytes: len, chunk: SUM_CHUNK as u64, xxh3 })
+}
+
 /// Flushes a folder's entries (the renames) to disk.
 fn sync_dir(dir: &Path) {
     if let Ok(d) = std::fs::File::open(dir) {
@@ -130,6 +161,95 @@ impl StateDir {
             return Err(format!("{} has format {}, this build reads format {FORMAT}", path.display(), m.format));
         }
         Ok(Some(m))
+    }
+
+    /// The prepared table of a dataset version (see [`StateDir::save_prepared`]).
+    fn prepared_path(&self, version: &str) -> PathBuf {
+        self.dir.join(format!("table-{version}.arrow"))
+    }
+
+    /// The prepared table's checksums.
+    fn prepared_sums_path(&self, version: &str) -> PathBuf {
+        self.dir.join(format!("table-{version}.sums.json"))
+    }
+
+    /// Writes the served table of `version` (`Table::prepared`) as uncompressed Arrow IPC,
+    /// atomically, and removes the other versions' tables: a restart on the same version maps it
+    /// instead of decoding the export and computing the views and the table again.
+    pub fn save_prepared(&self, version: &str, frame: &mut DataFrame) -> Result<(), String> {
+        if version.is_empty() || !version.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(format!("unexpected dataset version {version:?}"));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| io_context("create the state folder", &self.dir, e))?;
+        let path = self.prepared_path(version);
+        let tmp = temporary(&path);
+        let written = (|| {
+            let file = std::fs::File::create(&tmp).map_err(|e| io_context("create", &tmp, e))?;
+            let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
+            IpcWriter::new(&mut writer).finish(frame).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+            let file = writer.into_inner().map_err(|e| io_context("write", &tmp, e.into_error()))?;
+            file.sync_all().map_err(|e| io_context("write", &tmp, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| io_context("rename", &tmp, e))
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // The checksums, written once the table is in place: a table without them is not used.
+        let sums = chunk_sums(&path)?;
+        let text = serde_json::to_vec(&sums).map_err(|e| e.to_string())?;
+        write_atomically(&self.prepared_sums_path(version), &text)?;
+        sync_dir(&self.dir);
+        let keep = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let keep_sums = format!("table-{version}.sums.json");
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let other_table = name.starts_with("table-")
+                    && (name.ends_with(".arrow") || name.ends_with(".sums.json"))
+                    && name != keep
+                    && name != keep_sums;
+                // A table being written by a process that is gone (stopped during the write).
+                let leftover = name.starts_with(".table-")
+                    && name.ends_with(".tmp")
+                    && name
+                        .rsplit('.')
+                        .nth(1)
+                        .and_then(|pid| pid.parse::<u32>().ok())
+                        .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                if other_table || leftover {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The prepared table of `version`, memory-mapped: `None` when there is none. The file is
+    /// this service's own output, written atomically; its bytes are checked against the
+    /// checksums written with it (XXH3 of every 8 MiB, in parallel) before it is read, and the
+    /// caller checks what it relies on (`Table::restore`) and falls back to the export on any
+    /// error.
+    pub fn load_prepared(&self, version: &str) -> Option<Result<DataFrame, String>> {
+        let path = self.prepared_path(version);
+        let file = std::fs::File::open(&path).ok()?;
+        let expected: ChunkSums = match std::fs::read(self.prepared_sums_path(version)) {
+            Ok(text) => match serde_json::from_slice(&text) {
+                Ok(s) => s,
+                Err(e) => return Some(Err(format!("the checksums of {} are damaged: {e}", path.display()))),
+            },
+            Err(e) => return Some(Err(io_context("read the checksums of", &path, e))),
+        };
+        match chunk_sums(&path) {
+            Ok(found) if found == expected => {}
+            Ok(_) => return Some(Err(format!("{} is damaged: its checksums do not match", path.display()))),
+            Err(e) => return Some(Err(e)),
+        }
+        // SAFETY: the file is written by `save_prepared` (temporary file, flushed, renamed) and
+        // never modified in place: a new version is a new file and an old one is only removed,
+        // which keeps a mapping valid.
+        let reader = unsafe { IpcReader::new(file).memory_mapped(Some(path.clone())) };
+        Some(reader.finish().map_err(|e| format!("cannot read {}: {e}", path.display())))
     }
 
     /// The version of the kept dataset, if a readable manifest names one.

@@ -376,6 +376,118 @@ impl Table {
     }
 }
 
+/// The extra columns of a prepared table (see [`Table::prepared`]): the ids' two halves and the
+/// eco-score order (null past its end).
+const PREPARED_ID_HI: &str = "__id_hi";
+const PREPARED_ID_LO: &str = "__id_lo";
+const PREPARED_ECO_ORDER: &str = "__eco_order";
+
+impl Table {
+    /// The table as one frame, written as Arrow IPC to the state folder and read back by
+    /// [`Table::restore`] on a restart on the same dataset version: the served columns plus the
+    /// ids and the eco-score order, which are what the build computes and the columns do not hold.
+    pub fn prepared(&self) -> PolarsResult<DataFrame> {
+        let mut df = self.frame.clone();
+        let (hi, lo): (Vec<u64>, Vec<u64>) = self
+            .ids
+            .iter()
+            .map(|id| {
+                let v = id.as_u128();
+                ((v >> 64) as u64, v as u64)
+            })
+            .unzip();
+        df.with_column(Column::new(PREPARED_ID_HI.into(), hi))?;
+        df.with_column(Column::new(PREPARED_ID_LO.into(), lo))?;
+        let eco = self.order("eco_score", true)?;
+        let mut order: Vec<Option<u32>> = eco.iter().map(|r| Some(*r)).collect();
+        order.resize(self.len(), None);
+        df.with_column(Column::new(PREPARED_ECO_ORDER.into(), order))?;
+        Ok(df)
+    }
+
+    /// A table from a frame [`Table::prepared`] wrote, checked for what the serving code relies
+    /// on (ids, their ranks and the row numbers form permutations, the order's rows exist); the
+    /// dictionaries are rebuilt from the columns. No sort, no view.
+    pub fn restore(mut frame: DataFrame, casas: Casas) -> PolarsResult<Table> {
+        let t = std::time::Instant::now();
+        let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
+        let n = frame.height();
+        let hi = frame.drop_in_place(PREPARED_ID_HI)?;
+        let lo = frame.drop_in_place(PREPARED_ID_LO)?;
+        let eco = frame.drop_in_place(PREPARED_ECO_ORDER)?;
+        // The ids and the checks beside the dictionaries (two independent passes).
+        let (checked, index) = std::thread::scope(|scope| {
+            let checked = scope.spawn(|| restored_ids(&frame, &hi, &lo, &eco, n));
+            let identity: Vec<u32> = (0..n as u32).collect();
+            let index = TextIndex::build(&frame, &identity);
+            let checked =
+                checked.join().unwrap_or_else(|_| Err(polars_err!(ComputeError: "the prepared table's check stopped")));
+            (checked, index)
+        });
+        let (ids, by_id, eco_order) = checked?;
+        let index = index?;
+        tracing::debug!(ms = ms(t), "prepared: ids checked, text index");
+        let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
+        let cols = Cols::new(&frame)?;
+        tracing::debug!(ms = ms(t), "prepared: columns");
+        let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
+        let _ = orders[0][1].set(Ok(eco_order));
+        Ok(Table {
+            frame,
+            ids,
+            by_id,
+            cols,
+            anos,
+            index,
+            orders,
+            memo: RwLock::default(),
+            answers: Default::default(),
+            published: Default::default(),
+            casas,
+        })
+    }
+}
+
+/// The ids, the rows by id and the eco-score order of a prepared table, checked: the id ranks
+/// and the row numbers are permutations, the ranks order the ids, the order's rows exist.
+#[allow(clippy::type_complexity)]
+fn restored_ids(
+    frame: &DataFrame,
+    hi: &Column,
+    lo: &Column,
+    eco: &Column,
+    n: usize,
+) -> PolarsResult<(Vec<Uuid>, Vec<u32>, Vec<u32>)> {
+    let ids: Vec<Uuid> = hi
+        .u64()?
+        .iter()
+        .zip(lo.u64()?.iter())
+        .map(|(h, l)| match (h, l) {
+            (Some(h), Some(l)) => Ok(Uuid::from_u128((h as u128) << 64 | l as u128)),
+            _ => polars_bail!(ComputeError: "the prepared table has a row without id"),
+        })
+        .collect::<PolarsResult<_>>()?;
+    let mut by_id = vec![u32::MAX; n];
+    for (row, rank) in frame.column(ID_RANK)?.u32()?.iter().enumerate() {
+        match rank {
+            Some(r) if (r as usize) < n && by_id[r as usize] == u32::MAX => by_id[r as usize] = row as u32,
+            _ => polars_bail!(ComputeError: "the prepared table's id ranks are not a permutation"),
+        }
+    }
+    if by_id.windows(2).any(|w| ids[w[0] as usize] >= ids[w[1] as usize]) {
+        polars_bail!(ComputeError: "the prepared table's id ranks do not order its ids");
+    }
+    let rows_in_order = frame.column(ROW)?.idx()?.iter().enumerate().all(|(i, r)| r == Some(i as IdxSize));
+    if !rows_in_order {
+        polars_bail!(ComputeError: "the prepared table's row numbers are not its rows");
+    }
+    let eco_order: Vec<u32> = eco.u32()?.iter().flatten().collect();
+    if eco_order.iter().any(|&r| r as usize >= n) {
+        polars_bail!(ComputeError: "the prepared table's eco-score order names rows it does not have");
+    }
+    Ok((ids, by_id, eco_order))
+}
+
 /// The frame's rows put in `order`, two columns at a time, each unordered source released as
 /// soon as it is gathered: the peak is one frame plus two columns.
 fn reorder(mut frame: DataFrame, order: Vec<u32>) -> PolarsResult<DataFrame> {
@@ -436,14 +548,30 @@ pub fn row_numbers(df: &DataFrame) -> PolarsResult<Vec<u32>> {
 
 /// The ids of the view's rows.
 fn parse_ids(view: &DataFrame) -> PolarsResult<Vec<Uuid>> {
+    use rayon::prelude::*;
     let ids = view.column(ID)?.cast(&DataType::String)?;
-    ids.str()?
-        .iter()
-        .map(|v| {
-            let v = v.unwrap_or_default();
-            Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
+    let ids = ids.str()?;
+    // In parallel, a chunk of rows per task.
+    let n = ids.len();
+    let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
+    let parts: Vec<PolarsResult<Vec<Uuid>>> = (0..n)
+        .step_by(chunk)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|start| {
+            (start..(start + chunk).min(n))
+                .map(|i| {
+                    let v = ids.get(i).unwrap_or_default();
+                    Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
+                })
+                .collect()
         })
-        .collect()
+        .collect();
+    let mut out = Vec::with_capacity(n);
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
 }
 
 /// The rows sorted by id, and each row's rank in that order. A UUID's byte order is the order of
@@ -543,14 +671,20 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
                 codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
             TextValues::Plain(_) => {
-                let mut distinct: Vec<&str> = (0..values.len())
-                    .map(|i| values.get(i).unwrap_or(""))
-                    .collect::<PlHashSet<_>>()
-                    .into_iter()
-                    .collect();
-                distinct.sort_unstable();
-                let rank: PlHashMap<&str, u32> = distinct.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
-                (0..values.len()).map(|i| rank[values.get(i).unwrap_or("")]).collect()
+                // Nearly one value per row: the rows sorted by value (in parallel), a rank per
+                // run of equal values.
+                let text: Vec<&str> = (0..values.len()).map(|i| values.get(i).unwrap_or("")).collect();
+                let mut rows: Vec<u32> = (0..text.len() as u32).collect();
+                rows.par_sort_unstable_by(|a, b| text[*a as usize].cmp(text[*b as usize]));
+                let mut rank = vec![0u32; text.len()];
+                let mut current = 0u32;
+                for (i, &r) in rows.iter().enumerate() {
+                    if i > 0 && text[r as usize] != text[rows[i - 1] as usize] {
+                        current += 1;
+                    }
+                    rank[r as usize] = current;
+                }
+                rank
             }
         }
     };

@@ -505,6 +505,39 @@ mod tests {
         out
     }
 
+    /// A table written as a prepared frame (Arrow IPC) and restored answers exactly as the one
+    /// built from the export.
+    #[test]
+    fn a_restored_table_answers_as_the_built_one() {
+        let s = snapshot(400, 9);
+        let mut frame = s.table.prepared().unwrap();
+        let mut ipc = Vec::new();
+        IpcWriter::new(&mut ipc).finish(&mut frame).unwrap();
+        let read = IpcReader::new(std::io::Cursor::new(ipc)).finish().unwrap();
+        let restored = Table::restore(read, s.table.casas).unwrap();
+        assert_eq!(restored.vehicles(), s.table.vehicles());
+        for (id, v) in s.table.vehicles().iter().map(|v| (v.id, v)) {
+            assert_eq!(restored.vehicle(&id).as_ref(), Some(v));
+        }
+        for m in [Metric::EcoScore, Metric::Co2, Metric::Eficiencia] {
+            for order in [Order::Asc, Order::Desc] {
+                let q = RankingQuery::new(Filters::default(), Some(m), Some(order), 7);
+                assert_eq!(custom(&restored, &q).unwrap(), custom(&s.table, &q).unwrap());
+                for by in [GroupBy::Categoria, GroupBy::Ano] {
+                    assert_eq!(grouped(&restored, &q, by).unwrap(), grouped(&s.table, &q, by).unwrap());
+                }
+            }
+        }
+        // A prepared frame whose id ranks are not a permutation is refused.
+        let mut frame = s.table.prepared().unwrap();
+        let ranks = frame.column(crate::engine::dataset::table::ID_RANK).unwrap().u32().unwrap().clone();
+        let mut broken: Vec<u32> = ranks.into_no_null_iter().collect();
+        broken[1] = broken[0];
+        frame.with_column(Column::new(crate::engine::dataset::table::ID_RANK.into(), broken)).unwrap();
+        let e = Table::restore(frame, s.table.casas).unwrap_err().to_string();
+        assert!(e.contains("permutation"), "{e}");
+    }
+
     #[test]
     fn defaults_follow_the_metric() {
         let q = RankingQuery::new(Filters::default(), None, None, DEFAULT_TOP);
