@@ -31,11 +31,12 @@ pub const API_KEY_SCHEME: &str = "api_key";
 /// Name of the security scheme of the `X-API-Secret` header.
 pub const API_SECRET_SCHEME: &str = "api_secret";
 
-/// Nullable fields that are left out of the JSON when null (`data.meta` of the envelope). Every
+/// Nullable fields that are left out of the JSON when null (`data.meta` of the envelope, the
+/// remote `source` of `/readyz`). Every
 /// other nullable field is always present and rendered as `null`, so the document marks it
 /// required.
 pub const ABSENT_WHEN_NULL: &[&str] =
-    &["filters_applied", "pagination", "perfil_custo", "columns", "row_count", "truncated", "next_cursor"];
+    &["filters_applied", "pagination", "perfil_custo", "columns", "row_count", "truncated", "next_cursor", "source"];
 
 /// A vehicle of the bundled sample (`make data`: 12,000 rows, seed 2026; ids are derived from the
 /// vehicle's fields, so they are stable): Fiat Argo Audace 1.0 MT 2024, Compacto, Flex, eco score
