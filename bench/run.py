@@ -479,11 +479,24 @@ def bench_size(args, rows, results):
                 "ORDER BY co2_fossil_g_km LIMIT 20",
             ]
             row["sql"] = []
+            # The first query of a version prepares its SQL catalog (seconds at 10M rows: 503 with
+            # Retry-After until it is written), as a client would wait for it.
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
+            deadline = time.perf_counter() + 300
+            while True:
+                conn.request("POST", "/sql", body=json.dumps({"sql": "SELECT COUNT(*) AS n FROM catalog"}).encode(),
+                             headers={**HEADERS, "Content-Type": "application/json"})
+                res = conn.getresponse()
+                res.read()
+                if res.status != 503 or time.perf_counter() > deadline:
+                    break
+                time.sleep(float(res.getheader("Retry-After") or 1))
+            conn.close()
             for q in sql_queries:
                 body = json.dumps({"sql": q}).encode()
                 conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
                 times = []
-                for _ in range(7):
+                for _ in range(15):
                     t = time.perf_counter()
                     conn.request("POST", "/sql", body=body, headers={**HEADERS, "Content-Type": "application/json"})
                     res = conn.getresponse()
@@ -493,7 +506,7 @@ def bench_size(args, rows, results):
                         raise RuntimeError(f"/sql: {res.status}")
                 conn.close()
                 duck = []
-                for _ in range(7):
+                for _ in range(15):
                     t = time.perf_counter()
                     con.execute(q.replace("FROM catalog", "FROM c")).fetchall()
                     duck.append(time.perf_counter() - t)

@@ -204,6 +204,10 @@ impl Backend {
             Outcome::Invalid(m) => Err(error("42703", format!("consulta SQL inválida: {m}"))),
             Outcome::TooExpensive(m) => Err(error("57014", format!("consulta interrompida: {m}"))),
             Outcome::Busy => Err(error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s")),
+            Outcome::Preparing(secs) => Err(error(
+                "57P03",
+                format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
+            )),
             Outcome::Failed(m) => {
                 tracing::error!(error = %m, "SQL worker failed");
                 Err(error("XX000", "erro interno do servidor"))

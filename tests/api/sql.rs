@@ -260,3 +260,44 @@ fn hostile_queries_stop_at_the_limits_and_everyone_else_is_served() {
     // And it still answers SQL.
     assert_eq!(post(&app, "SELECT COUNT(*) AS n FROM catalog").1["data"]["data"][0]["n"], 3000);
 }
+
+/// A dataset whose SQL catalog takes longer to write than the time limit: its first query is
+/// answered 503 with `Retry-After` and a reason, the write goes on, and a later query runs (and
+/// is answered, or stopped at this test's tight time limit: either way no longer 503).
+#[test]
+fn a_catalog_still_being_prepared_is_answered_503_then_served() {
+    let dir = temp_dir("sql-preparing");
+    let data = dir.join("catalog.parquet");
+    let mut df = eco_insights::sample::generate_catalog(300_000, 3).unwrap();
+    let mut bytes = Vec::new();
+    polars::prelude::ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
+    std::fs::write(&data, &bytes).unwrap();
+    let app = TestApp::serve(&dir, &data, &["--sql-timeout-ms", "150"]);
+    let res = app
+        .raw("POST", "/sql")
+        .header("X-API-Key", KEY)
+        .header("X-API-Secret", SECRET)
+        .header("Content-Type", "application/json")
+        .body(r#"{"sql": "SELECT COUNT(*) AS n FROM catalog"}"#)
+        .send();
+    assert_eq!(res.status, 503, "{}", res.text());
+    assert_eq!(res.header("retry-after"), Some("5"));
+    let body = res.json();
+    assert_eq!(body["error"]["code"], "SERVICE_UNAVAILABLE");
+    assert!(body["error"]["message"].as_str().unwrap().contains("sendo preparado"), "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
+        if status == 200 {
+            assert_eq!(body["data"]["data"][0]["n"], 300_000, "{body}");
+            break;
+        }
+        if status == 422 {
+            assert_eq!(body["error"]["code"], "QUERY_TOO_EXPENSIVE", "{body}");
+            break;
+        }
+        assert_eq!(status, 503, "{body}");
+        assert!(std::time::Instant::now() < deadline, "the catalog was never prepared");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use polars::prelude::*;
@@ -45,6 +45,9 @@ pub enum Outcome {
     TooExpensive(String),
     /// Every worker slot is taken.
     Busy,
+    /// The dataset version's catalog file is still being written (a large dataset's first
+    /// query): retry after about this many seconds.
+    Preparing(u64),
     /// The worker could not run (the reason is logged).
     Failed(String),
 }
@@ -236,6 +239,30 @@ pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
+/// Writes the `catalog` table of `snapshot` to `path` in `dir` (through a temporary file) and
+/// removes the other versions' files.
+fn write_catalog(dir: &Path, snapshot: &Snapshot, path: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut frame = catalog_frame(snapshot).map_err(|e| e.to_string())?;
+    let tmp = dir.join(format!(".catalog-{}.tmp", snapshot.info.version));
+    let written = std::fs::File::create(&tmp)
+        .map_err(|e| e.to_string())
+        .and_then(|f| IpcWriter::new(f).finish(&mut frame).map_err(|e| e.to_string()))
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write the catalog file: {e}"));
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            if entry.path() != path {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A warm worker kept between queries, with the catalog file it has loaded.
 struct Warm {
     child: std::process::Child,
@@ -262,7 +289,10 @@ pub struct Runner {
     /// The folder of the catalog files (one per dataset version, the latest kept).
     dir: PathBuf,
     /// Serialises writing a version's catalog file.
-    writing: Mutex<()>,
+    writing: std::sync::Arc<Mutex<()>>,
+    /// The versions whose catalog file a background thread was started for, and why the last
+    /// write of a version failed.
+    preparing: std::sync::Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
 }
@@ -294,48 +324,85 @@ impl Runner {
             }
         }
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
-        Runner { limits, idle: Mutex::new(Vec::new()), running: Mutex::new(0), dir, writing: Mutex::new(()), program }
+        Runner {
+            limits,
+            idle: Mutex::new(Vec::new()),
+            running: Mutex::new(0),
+            dir,
+            writing: Default::default(),
+            preparing: Default::default(),
+            program,
+        }
     }
 
     pub fn limits(&self) -> SqlLimits {
         self.limits
     }
 
-    /// The catalog file of `snapshot`'s version, written on first use (older versions' files
-    /// are removed then).
-    fn catalog_file(&self, snapshot: &Snapshot) -> Result<PathBuf, String> {
-        let path = self.dir.join(format!("catalog-{}.arrow", snapshot.info.version));
+    /// The catalog file of `snapshot`'s version, written on first use by a thread of its own
+    /// (older versions' files are removed then), waited for until `deadline`: `Ok(None)` when it
+    /// is still being written then (the write goes on; a later query finds it).
+    fn catalog_file(&self, snapshot: &Arc<Snapshot>, deadline: Instant) -> Result<Option<PathBuf>, String> {
+        let version = snapshot.info.version.clone();
+        let path = self.dir.join(format!("catalog-{version}.arrow"));
         if path.is_file() {
-            return Ok(path);
+            return Ok(Some(path));
         }
-        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        if path.is_file() {
-            return Ok(path);
-        }
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("cannot create {}: {e}", self.dir.display()))?;
-        let mut frame = catalog_frame(snapshot).map_err(|e| e.to_string())?;
-        let tmp = self.dir.join(format!(".catalog-{}.tmp", snapshot.info.version));
-        let written = std::fs::File::create(&tmp)
-            .map_err(|e| e.to_string())
-            .and_then(|f| IpcWriter::new(f).finish(&mut frame).map_err(|e| e.to_string()))
-            .and_then(|()| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(format!("cannot write the catalog file: {e}"));
-        }
-        if let Ok(entries) = std::fs::read_dir(&self.dir) {
-            for entry in entries.flatten() {
-                if entry.path() != path {
-                    let _ = std::fs::remove_file(entry.path());
+        {
+            let mut preparing = self.preparing.lock().unwrap_or_else(|e| e.into_inner());
+            match preparing.get(&version) {
+                Some(Some(failed)) => {
+                    let failed = failed.clone();
+                    // The next query tries again.
+                    preparing.remove(&version);
+                    return Err(failed);
+                }
+                Some(None) => {}
+                None => {
+                    preparing.insert(version.clone(), None);
+                    let (dir, writing, states) =
+                        (self.dir.clone(), Arc::clone(&self.writing), Arc::clone(&self.preparing));
+                    let snapshot = Arc::clone(snapshot);
+                    let (target, v) = (path.clone(), version.clone());
+                    let spawned = std::thread::Builder::new().name("eco-sql-catalog".into()).spawn(move || {
+                        let written = {
+                            let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
+                            if target.is_file() {
+                                Ok(())
+                            } else {
+                                write_catalog(&dir, &snapshot, &target)
+                            }
+                        };
+                        let mut states = states.lock().unwrap_or_else(|e| e.into_inner());
+                        match written {
+                            Ok(()) => drop(states.remove(&v)),
+                            Err(e) => drop(states.insert(v, Some(e))),
+                        }
+                    });
+                    if let Err(e) = spawned {
+                        preparing.remove(&version);
+                        return Err(format!("cannot start writing the catalog file: {e}"));
+                    }
                 }
             }
         }
-        Ok(path)
+        loop {
+            if path.is_file() {
+                return Ok(Some(path));
+            }
+            if let Some(Some(_)) = self.preparing.lock().unwrap_or_else(|e| e.into_inner()).get(&version) {
+                return self.catalog_file(snapshot, deadline);
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Runs a checked statement against `snapshot` within the limits. Blocks the calling thread
     /// for at most about the time limit.
-    pub fn run(&self, snapshot: &Snapshot, sql: &str) -> Outcome {
+    pub fn run(&self, snapshot: &Arc<Snapshot>, sql: &str) -> Outcome {
         {
             let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
             if *n >= self.limits.workers {
@@ -345,8 +412,10 @@ impl Runner {
         }
         let _slot = Slot(&self.running);
         let started = Instant::now();
-        let catalog = match self.catalog_file(snapshot) {
-            Ok(p) => p,
+        let catalog = match self.catalog_file(snapshot, started + self.limits.timeout) {
+            Ok(Some(p)) => p,
+            // Written at some 200 MB/s: the rest of a large dataset's catalog takes seconds.
+            Ok(None) => return Outcome::Preparing(5),
             Err(e) => return Outcome::Failed(e),
         };
         let request = Request {

@@ -128,6 +128,7 @@ async fn answer(ctx: Ctx, uri: Uri, format: Format, sql: String, state: AppState
         Outcome::Invalid(m) => return Err(ApiError::validation(format!("Consulta SQL inválida: {m}"))),
         Outcome::TooExpensive(m) => return Err(ApiError::QueryTooExpensive(m)),
         Outcome::Busy => return Err(ApiError::Overloaded),
+        Outcome::Preparing(secs) => return Err(ApiError::Preparing(secs)),
         Outcome::Failed(m) => return Err(ApiError::internal(m)),
     };
     let columns: Vec<SqlColumn> =
@@ -194,7 +195,8 @@ pub async fn sql_get(
 /// table function not on the allow-list (`read_parquet`, `read_csv`, …), an unknown table or
 /// column, or a syntax error: 400 with the parser's reason. A query past `--sql-timeout-ms` or
 /// the memory budget is stopped and answered 422 QUERY_TOO_EXPENSIVE; when every query slot is
-/// busy, 503 with Retry-After.
+/// busy, or the dataset version's SQL catalog is still being prepared (a large dataset's first
+/// query), 503 with Retry-After.
 #[utoipa::path(
     post,
     path = "/sql",
