@@ -11,14 +11,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::StreamExt;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ClientConfigKey, GetOptions, ObjectStore, RetryConfig};
 
-use super::store::Store;
+use super::store::{SourceStatus, Store};
 
 /// Longest wait between two polls while the source fails: 16 intervals, at most a minute (or
 /// the poll interval, when longer).
@@ -31,25 +31,6 @@ fn backoff(interval: Duration, failures: u32) -> Duration {
     }
     let cap = interval.saturating_mul(16).min(MAX_BACKOFF).max(interval);
     interval.saturating_mul(1 << failures.min(16)).min(cap)
-}
-
-/// How the source looks from this replica now (for `/readyz` and the metrics).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceStatus {
-    /// The source as configured (`s3://bucket/key` or the URL).
-    pub url: String,
-    /// Whether the last poll reached the object.
-    pub reachable: bool,
-    /// Since when the polls fail (`None` while they succeed).
-    pub unreachable_since: Option<DateTime<Utc>>,
-    /// Why the last poll failed.
-    pub reason: Option<String>,
-    /// When the object was last asked for.
-    pub last_poll: Option<DateTime<Utc>>,
-    /// When a changed object was last downloaded.
-    pub last_download: Option<DateTime<Utc>>,
-    /// The store's ETag of the object last downloaded.
-    pub etag: Option<String>,
 }
 
 /// What one poll found.

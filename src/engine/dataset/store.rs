@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use chrono::{DateTime, Utc};
 
-use super::remote::SourceStatus;
 use super::snapshot::Snapshot;
 
 /// What one reload attempt did.
@@ -18,6 +17,25 @@ pub enum ReloadResult {
     Ok,
     /// The export was refused (the reason); the previous snapshot, if any, keeps serving.
     Refused(String),
+}
+
+/// How a remote source (`remote`) looks from this replica now (for `/readyz` and the metrics).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceStatus {
+    /// The source as configured (`s3://bucket/key` or the URL).
+    pub url: String,
+    /// Whether the last poll reached the object.
+    pub reachable: bool,
+    /// Since when the polls fail (`None` while they succeed).
+    pub unreachable_since: Option<DateTime<Utc>>,
+    /// Why the last poll failed.
+    pub reason: Option<String>,
+    /// When the object was last asked for.
+    pub last_poll: Option<DateTime<Utc>>,
+    /// When a changed object was last downloaded.
+    pub last_download: Option<DateTime<Utc>>,
+    /// The store's ETag of the object last downloaded.
+    pub etag: Option<String>,
 }
 
 /// The last reload attempt.
