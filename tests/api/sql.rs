@@ -268,7 +268,7 @@ fn hostile_queries_stop_at_the_limits_and_everyone_else_is_served() {
 fn a_catalog_still_being_prepared_is_answered_503_then_served() {
     let dir = temp_dir("sql-preparing");
     let data = dir.join("catalog.parquet");
-    let mut df = eco_insights::sample::generate_catalog(300_000, 3).unwrap();
+    let mut df = eco_insights::sample::generate_catalog(500_000, 3).unwrap();
     let mut bytes = Vec::new();
     polars::prelude::ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
     std::fs::write(&data, &bytes).unwrap();
@@ -289,7 +289,7 @@ fn a_catalog_still_being_prepared_is_answered_503_then_served() {
     loop {
         let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
         if status == 200 {
-            assert_eq!(body["data"]["data"][0]["n"], 300_000, "{body}");
+            assert_eq!(body["data"]["data"][0]["n"], 500_000, "{body}");
             break;
         }
         if status == 422 {
