@@ -11,8 +11,9 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::contain::contained;
-use super::schema::{self, Problem, COLUMNS, DICTIONARY_ENCODED, ID};
+use super::schema::{self, IdOrder, Problem, COLUMNS, DICTIONARY_ENCODED, ID};
 use super::snapshot::{DatasetInfo, Origin, Snapshot};
+use super::table::KeyOrders;
 use super::text_index::{fold, TextValues};
 use super::views::Views;
 
@@ -252,12 +253,12 @@ pub fn validate_file_limited(path: &Path, limits: InputLimits) -> Result<usize, 
     let bytes = read_limited(path, limits.max_bytes)?;
     let raw = read_parquet(&bytes, &shown, limits.max_rows)?;
     drop(bytes);
-    let df = checked(raw, &shown)?;
+    let (df, _) = checked(raw, &shown)?;
     Ok(df.height())
 }
 
 /// [`prepare`], contained: a panic on a decoded but damaged export refuses the file.
-fn checked(raw: DataFrame, shown: &str) -> Result<DataFrame, LoadError> {
+fn checked(raw: DataFrame, shown: &str) -> Result<(DataFrame, IdOrder), LoadError> {
     match contained(|| prepare(raw)) {
         Ok(Ok(df)) => Ok(df),
         Ok(Err(problems)) => Err(LoadError::Invalid { path: shown.to_string(), problems }),
@@ -269,10 +270,11 @@ fn checked(raw: DataFrame, shown: &str) -> Result<DataFrame, LoadError> {
 }
 
 /// Checks a raw export and returns it with canonical columns (in schema order, extra columns
-/// dropped), NaN as nulls, ids present, and the folded fuel name the views read added.
-pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
+/// dropped), NaN as nulls, ids present, and the folded fuel name the views read added; with the
+/// rows' parsed ids and their order.
+pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     let started = Instant::now();
-    let mut problems = schema::check(&raw);
+    let (mut problems, order) = schema::check_keyed(&raw);
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -298,27 +300,27 @@ pub fn prepare(raw: DataFrame) -> Result<DataFrame, Vec<Problem>> {
     }
     let mut df = raw.lazy().select(exprs).collect().map_err(internal)?;
 
+    let order = match order {
+        Some(order) => order,
+        None if df.column(ID).is_ok() => return Err(internal(polars_err!(ComputeError: "the ids were not parsed"))),
+        None => IdOrder::new(derive_ids(&df).map_err(internal)?),
+    };
     if df.column(ID).is_err() {
-        let ids = derive_ids(&df).map_err(internal)?;
-        let mut pairs = Vec::with_capacity(ids.len());
-        for (i, id) in ids.iter().enumerate() {
-            pairs.push((*id, i));
-        }
-        schema::duplicate_rows(&pairs, &mut problems);
+        order.duplicates(&mut problems);
         if !problems.is_empty() {
             for p in &mut problems {
                 p.rule = format!("{} (derived from marca, modelo, versao, ano, motor, transmissao_tipo)", p.rule);
             }
             return Err(problems);
         }
-        let text: Vec<String> = ids.iter().map(Uuid::to_string).collect();
+        let text: Vec<String> = order.ids.iter().map(Uuid::to_string).collect();
         df.insert_column(0, Column::new(ID.into(), text)).map_err(internal)?;
     }
 
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "columns typed");
     let fuel = fuel_fold(&df).map_err(internal)?;
     df.with_column(fuel).map_err(internal)?;
-    Ok(df)
+    Ok((df, order))
 }
 
 /// Whether a float column holds a NaN.
@@ -385,19 +387,43 @@ pub fn load_owned(
     build(raw, version, path, views, started)
 }
 
+/// Builds the snapshot of an export already parsed (by [`read_parquet`], from `started`) whose
+/// version is known.
+pub fn load_parsed(
+    raw: DataFrame,
+    version: String,
+    path: &Path,
+    views: &Views,
+    started: Instant,
+) -> Result<Snapshot, LoadError> {
+    build(raw, version, path, views, started)
+}
+
 /// Checks a parsed export, computes the views and builds the snapshot.
 fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: Instant) -> Result<Snapshot, LoadError> {
     let shown = path.display().to_string();
     let ms = |since: Instant| since.elapsed().as_millis() as u64;
     let read_ms = ms(started);
     let step = Instant::now();
-    let df = checked(raw, &shown)?;
+    let (df, ids) = checked(raw, &shown)?;
     let check_ms = ms(step);
     // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
     crate::process::memory::between_phases();
     let step = Instant::now();
     let views_err = |message: String| LoadError::Views { path: shown.clone(), message };
-    let view = match contained(|| views.apply(df.lazy())) {
+    // The key orders (ids, catalog order) come from the checked columns alone: they are
+    // computed on a thread of their own while the views run. If that fails, the table build
+    // computes them from the view.
+    let (applied, keys) = std::thread::scope(|scope| {
+        let keys = std::thread::Builder::new()
+            .name("eco-keys".into())
+            .spawn_scoped(scope, || contained(|| KeyOrders::compute(&df, ids)).ok().and_then(Result::ok))
+            .ok();
+        let applied = contained(|| views.apply(df.clone().lazy()));
+        (applied, keys.and_then(|h| h.join().ok().flatten()))
+    });
+    drop(df);
+    let view = match applied {
         Ok(applied) => applied.map_err(|e| views_err(format!("{e:#}")))?,
         // A panic here comes from the file's values (the same views run on every export).
         Err(panic) => {
@@ -419,7 +445,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
         rows: view.height(),
         views: std::sync::Arc::new(views.clone()),
     };
-    let snapshot = match contained(|| Snapshot::build(view, info)) {
+    let snapshot = match contained(|| Snapshot::build(view, info, keys)) {
         Ok(built) => built.map_err(|e| views_err(e.to_string()))?,
         Err(panic) => {
             return Err(LoadError::Parquet {

@@ -72,34 +72,60 @@ pub fn load_export(
     state: Option<&StateDir>,
     serving: Option<&str>,
 ) -> Result<Option<Snapshot>, LoadError> {
-    // At start-up with a state folder, the table of the kept version is mapped on another
-    // thread while the export is read and hashed: it serves if the export turns out to be the
-    // kept one (a restart on an unchanged export), and is dropped otherwise.
     let kept = state.filter(|_| serving.is_none()).and_then(|s| s.kept_version().map(|v| (s, v)));
-    let (read, early) = std::thread::scope(|scope| {
-        let early =
-            kept.as_ref().map(|(s, v)| scope.spawn(move || restore_prepared(s, v, data, views, Origin::Export)));
-        let read = load::read_limited(data, limits.max_bytes).map(|bytes| {
-            let digest = load::export_digest(&bytes);
-            let version = load::version_from(&digest, views);
-            (bytes, digest, version)
-        });
-        (read, early.and_then(|h| h.join().ok().flatten()))
-    });
-    let (bytes, digest, version) = read?;
-    if serving == Some(version.as_str()) {
-        return Ok(None);
-    }
-    if let Some(snapshot) = early.filter(|s| s.info.version == version) {
-        return Ok(Some(snapshot));
-    }
-    let staged = state.and_then(|s| {
-        s.stage(&bytes, digest).unwrap_or_else(|e| {
-            tracing::error!(state_dir = %s.path().display(), "cannot keep the export in the state folder: {e}");
-            None
+    let stage = |bytes: &[u8], digest: [u8; 32]| {
+        state.and_then(|s| {
+            s.stage(bytes, digest).unwrap_or_else(|e| {
+                tracing::error!(state_dir = %s.path().display(), "cannot keep the export in the state folder: {e}");
+                None
+            })
         })
-    });
-    let loaded = load::load_owned(bytes, version.clone(), data, views, limits.max_rows);
+    };
+    let (loaded, digest, version, staged) = if serving.is_none() && kept.is_none() {
+        // A first load with nothing kept to compare it with: the export is parsed while its
+        // digest is computed on the other core.
+        let started = std::time::Instant::now();
+        let bytes = load::read_limited(data, limits.max_bytes)?;
+        let (digest, raw) = std::thread::scope(|scope| {
+            let digest = scope.spawn(|| load::export_digest(&bytes));
+            let raw = load::read_parquet(&bytes, &data.display().to_string(), limits.max_rows);
+            (digest.join(), raw)
+        });
+        let digest = digest.unwrap_or_else(|_| load::export_digest(&bytes));
+        let version = load::version_from(&digest, views);
+        let staged = match raw {
+            Ok(_) => stage(&bytes, digest),
+            Err(_) => None,
+        };
+        drop(bytes);
+        let loaded = raw.and_then(|raw| load::load_parsed(raw, version.clone(), data, views, started));
+        (loaded, digest, version, staged)
+    } else {
+        // With a kept version, the table of the kept version is mapped on another thread
+        // while the export is read and hashed: it serves if the export turns out to be the
+        // kept one (a restart on an unchanged export), and is dropped otherwise. On a reload,
+        // an unchanged export is not parsed at all.
+        let (read, early) = std::thread::scope(|scope| {
+            let early =
+                kept.as_ref().map(|(s, v)| scope.spawn(move || restore_prepared(s, v, data, views, Origin::Export)));
+            let read = load::read_limited(data, limits.max_bytes).map(|bytes| {
+                let digest = load::export_digest(&bytes);
+                let version = load::version_from(&digest, views);
+                (bytes, digest, version)
+            });
+            (read, early.and_then(|h| h.join().ok().flatten()))
+        });
+        let (bytes, digest, version) = read?;
+        if serving == Some(version.as_str()) {
+            return Ok(None);
+        }
+        if let Some(snapshot) = early.filter(|s| s.info.version == version) {
+            return Ok(Some(snapshot));
+        }
+        let staged = stage(&bytes, digest);
+        let loaded = load::load_owned(bytes, version.clone(), data, views, limits.max_rows);
+        (loaded, digest, version, staged)
+    };
     if let Some(s) = state {
         match &loaded {
             Ok(_) => {

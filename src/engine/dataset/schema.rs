@@ -172,116 +172,200 @@ fn null_rows(s: &Column) -> Vec<usize> {
 
 /// Checks a raw export against the input schema; returns every problem found (empty when valid).
 pub fn check(df: &DataFrame) -> Vec<Problem> {
+    check_keyed(df).0
+}
+
+/// [`check`], and the id order of an export whose `id` column is valid (parsed once, reused by
+/// the table build).
+pub fn check_keyed(df: &DataFrame) -> (Vec<Problem>, Option<IdOrder>) {
+    use rayon::prelude::*;
     let mut problems = Vec::new();
     if df.height() == 0 {
         problems.push(Problem::file("the file has no rows"));
     }
-    for spec in COLUMNS {
-        let Ok(column) = df.column(spec.name) else {
-            problems.push(Problem::column(spec.name, "required column is missing"));
-            continue;
-        };
-        if !spec.kind.accepts(column.dtype()) {
-            problems.push(Problem::column(
-                spec.name,
-                format!("expected type {}, found {}", spec.kind.describe(), column.dtype()),
-            ));
-            continue;
-        }
-        if !spec.nullable {
-            push_rows(&mut problems, spec.name, &null_rows(column), "null value in a required column");
-        }
-        if column.dtype().is_float() {
-            check_finite(spec.name, column, &mut problems);
-            if spec.kind == Kind::Integer {
-                check_whole(spec.name, column, &mut problems);
-            }
-        } else if spec.kind == Kind::Integer && column.dtype().is_decimal() {
+    // The columns are checked in parallel, beside the ids; the problems keep the schema's order.
+    let (columns, ids) = rayon::join(
+        || COLUMNS.par_iter().map(|spec| check_column(df, spec)).collect::<Vec<_>>(),
+        || {
+            let mut problems = Vec::new();
+            let order = df.column(ID).ok().and_then(|ids| check_ids(ids, &mut problems));
+            (problems, order)
+        },
+    );
+    problems.extend(columns.into_iter().flatten());
+    problems.extend(ids.0);
+    (problems, ids.1)
+}
+
+/// The problems of one input column.
+fn check_column(df: &DataFrame, spec: &ColumnSpec) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let Ok(column) = df.column(spec.name) else {
+        problems.push(Problem::column(spec.name, "required column is missing"));
+        return problems;
+    };
+    if !spec.kind.accepts(column.dtype()) {
+        problems
+            .push(Problem::column(spec.name, format!("expected type {}, found {}", spec.kind.describe(), column.dtype())));
+        return problems;
+    }
+    if !spec.nullable {
+        push_rows(&mut problems, spec.name, &null_rows(column), "null value in a required column");
+    }
+    if column.dtype().is_float() {
+        check_finite(spec.name, column, &mut problems);
+        if spec.kind == Kind::Integer {
             check_whole(spec.name, column, &mut problems);
         }
-        if spec.name == "ano" {
-            check_ano(column, &mut problems);
-        }
+    } else if spec.kind == Kind::Integer && column.dtype().is_decimal() {
+        check_whole(spec.name, column, &mut problems);
     }
-    if let Ok(ids) = df.column(ID) {
-        check_ids(ids, &mut problems);
+    if spec.name == "ano" {
+        check_ano(column, &mut problems);
     }
     problems
+}
+
+/// The rows of a numeric column whose value fails `bad`. The raw values are scanned first (a
+/// tight loop the compiler vectorises); the rows, with their nulls, only when one of them fails.
+fn rows_where(column: &Column, bad: impl Fn(f64) -> bool) -> Vec<usize> {
+    let Ok(cast) = column.cast(&DataType::Float64) else { return Vec::new() };
+    let Ok(values) = cast.f64() else { return Vec::new() };
+    if !values.downcast_iter().any(|arr| arr.values().iter().fold(false, |any, &x| any | bad(x))) {
+        return Vec::new();
+    }
+    values.iter().enumerate().filter_map(|(i, v)| v.filter(|x| bad(*x)).map(|_| i)).collect()
 }
 
 /// An infinite value (±inf, e.g. a division by zero upstream) makes the file invalid; NaN is read
 /// as null.
 fn check_finite(name: &str, column: &Column, problems: &mut Vec<Problem>) {
-    let Ok(cast) = column.cast(&DataType::Float64) else { return };
-    let Ok(values) = cast.f64() else { return };
-    let bad: Vec<usize> =
-        values.iter().enumerate().filter_map(|(i, v)| v.filter(|x| x.is_infinite()).map(|_| i)).collect();
+    let bad = rows_where(column, f64::is_infinite);
     push_rows(problems, name, &bad, "infinite value (±inf) is not a number the service can publish");
 }
 
 /// An integer column written as float or Decimal: every value must be whole.
 fn check_whole(name: &str, column: &Column, problems: &mut Vec<Problem>) {
-    let Ok(cast) = column.cast(&DataType::Float64) else { return };
-    let Ok(values) = cast.f64() else { return };
-    let bad: Vec<usize> = values
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| v.filter(|x| x.is_finite() && (x.fract() != 0.0 || x.abs() > i32::MAX as f64)).map(|_| i))
-        .collect();
+    let bad = rows_where(column, |x| x.is_finite() && (x.fract() != 0.0 || x.abs() > i32::MAX as f64));
     push_rows(problems, name, &bad, "not a whole number in an integer column");
 }
 
 fn check_ano(column: &Column, problems: &mut Vec<Problem>) {
-    let Ok(cast) = column.cast(&DataType::Float64) else { return };
-    let Ok(values) = cast.f64() else { return };
-    let bad: Vec<usize> = values
-        .iter()
-        .enumerate()
-        .filter_map(|(i, v)| v.filter(|y| !(ANO_MIN as f64..=ANO_MAX as f64).contains(y)).map(|_| i))
-        .collect();
+    let bad = rows_where(column, |y| !(ANO_MIN as f64..=ANO_MAX as f64).contains(&y));
     push_rows(problems, "ano", &bad, &format!("year out of range {ANO_MIN}-{ANO_MAX}"));
 }
 
-fn check_ids(column: &Column, problems: &mut Vec<Problem>) {
+fn check_ids(column: &Column, problems: &mut Vec<Problem>) -> Option<IdOrder> {
     if !Kind::Text.accepts(column.dtype()) {
         problems.push(Problem::column(ID, format!("expected type string (UUID), found {}", column.dtype())));
-        return;
+        return None;
     }
     push_rows(problems, ID, &null_rows(column), "null value in a required column");
-    let Ok(text) = column.cast(&DataType::String) else { return };
-    let Ok(values) = text.str() else { return };
-    let mut bad = Vec::new();
-    let mut parsed = Vec::with_capacity(values.len());
-    for (i, v) in values.iter().enumerate() {
-        match v.map(Uuid::parse_str) {
-            Some(Ok(u)) => parsed.push((u, i)),
-            Some(Err(_)) => bad.push(i),
-            None => {}
-        }
-    }
+    let text = column.cast(&DataType::String).ok()?;
+    let values = text.str().ok()?;
+    let (ids, bad) = parse_uuids(values);
     push_rows(problems, ID, &bad, "not a valid UUID");
-    duplicate_rows(&parsed, problems);
+    if !bad.is_empty() || column.null_count() > 0 {
+        // Duplicates among the ids that parsed (a null or invalid id is not counted twice).
+        let parsed: Vec<Uuid> = values
+            .iter()
+            .zip(ids)
+            .filter_map(|(v, id)| v.is_some_and(|v| Uuid::parse_str(v).is_ok()).then_some(id))
+            .collect();
+        IdOrder::new(parsed).duplicates(problems);
+        return None;
+    }
+    let order = IdOrder::new(ids);
+    order.duplicates(problems);
+    Some(order)
 }
 
-/// Reports every row whose id was already used by an earlier row (ids sorted with their rows,
-/// so a repeated id is next to its first use).
-pub fn duplicate_rows(ids: &[(Uuid, usize)], problems: &mut Vec<Problem>) {
-    let mut sorted = ids.to_vec();
-    sorted.par_sort_unstable();
-    let mut dups = Vec::new();
-    let mut first: Option<(Uuid, usize)> = None;
-    for &(id, row) in &sorted {
-        match first {
-            Some((f, first_row)) if f == id => dups.push((row, first_row, id)),
-            _ => first = Some((id, row)),
+/// Every row's id parsed, in parallel (a chunk of rows per task), and the rows whose id is not
+/// a UUID (a null or invalid id is the nil UUID in the first vector).
+pub fn parse_uuids(values: &StringChunked) -> (Vec<Uuid>, Vec<usize>) {
+    use rayon::prelude::*;
+    let n = values.len();
+    let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
+    let parts: Vec<(Vec<Uuid>, Vec<usize>)> = (0..n)
+        .step_by(chunk)
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|start| {
+            let mut ids = Vec::with_capacity(chunk);
+            let mut bad = Vec::new();
+            for i in start..(start + chunk).min(n) {
+                match values.get(i).map(Uuid::parse_str) {
+                    Some(Ok(u)) => ids.push(u),
+                    Some(Err(_)) => {
+                        ids.push(Uuid::nil());
+                        bad.push(i);
+                    }
+                    None => ids.push(Uuid::nil()),
+                }
+            }
+            (ids, bad)
+        })
+        .collect();
+    let mut ids = Vec::with_capacity(n);
+    let mut bad = Vec::new();
+    for (part, part_bad) in parts {
+        ids.extend(part);
+        bad.extend(part_bad);
+    }
+    (ids, bad)
+}
+
+/// The rows' ids and the rows sorted by id (a UUID's byte order is the order of its lower-case
+/// text, so this is the order of the ids as text).
+#[derive(Debug, Clone)]
+pub struct IdOrder {
+    pub ids: Vec<Uuid>,
+    pub by_id: Vec<u32>,
+}
+
+impl IdOrder {
+    /// Sorts the rows by id (in parallel).
+    pub fn new(ids: Vec<Uuid>) -> IdOrder {
+        let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
+        by_id.par_sort_unstable_by_key(|&i| ids[i as usize]);
+        IdOrder { ids, by_id }
+    }
+
+    /// Each row's rank in the id order.
+    pub fn ranks(&self) -> Vec<u32> {
+        let mut rank = vec![0u32; self.ids.len()];
+        for (r, &row) in self.by_id.iter().enumerate() {
+            rank[row as usize] = r as u32;
         }
+        rank
     }
-    dups.sort_unstable();
-    for &(row, first, id) in dups.iter().take(MAX_ROWS_PER_RULE) {
-        problems.push(Problem::cell(ID, row, format!("duplicate id {id} (first used in row {})", first + 1)));
-    }
-    if dups.len() > MAX_ROWS_PER_RULE {
-        problems.push(Problem::column(ID, format!("duplicate ids (and {} more rows)", dups.len() - MAX_ROWS_PER_RULE)));
+
+    /// Reports every row whose id was already used by an earlier row (a repeated id is next to
+    /// its other uses in the id order).
+    pub fn duplicates(&self, problems: &mut Vec<Problem>) {
+        let id = |k: usize| self.ids[self.by_id[k] as usize];
+        let mut dups: Vec<(usize, usize, Uuid)> = Vec::new();
+        let mut start = 0;
+        while start < self.by_id.len() {
+            let mut end = start + 1;
+            while end < self.by_id.len() && id(end) == id(start) {
+                end += 1;
+            }
+            if end - start > 1 {
+                let rows = &self.by_id[start..end];
+                let first = *rows.iter().min().unwrap_or(&0) as usize;
+                dups.extend(rows.iter().filter(|&&r| r as usize != first).map(|&r| (r as usize, first, id(start))));
+            }
+            start = end;
+        }
+        dups.sort_unstable();
+        for &(row, first, id) in dups.iter().take(MAX_ROWS_PER_RULE) {
+            problems.push(Problem::cell(ID, row, format!("duplicate id {id} (first used in row {})", first + 1)));
+        }
+        if dups.len() > MAX_ROWS_PER_RULE {
+            problems
+                .push(Problem::column(ID, format!("duplicate ids (and {} more rows)", dups.len() - MAX_ROWS_PER_RULE)));
+        }
     }
 }
 

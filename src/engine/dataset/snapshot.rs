@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use polars::prelude::*;
 
-use super::table::Table;
+use super::table::{KeyOrders, Table};
 
 /// Facts about where a snapshot came from.
 #[derive(Debug, Clone)]
@@ -48,9 +48,10 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl Snapshot {
-    /// Builds a snapshot from the collected final view (see `load`).
-    pub fn build(view: DataFrame, info: DatasetInfo) -> PolarsResult<Snapshot> {
+    /// Builds a snapshot from the collected final view (see `load`), with the key orders
+    /// computed from the checked export when there are.
+    pub fn build(view: DataFrame, info: DatasetInfo, keys: Option<KeyOrders>) -> PolarsResult<Snapshot> {
         let casas = info.views.params.casas;
-        Ok(Snapshot { info, table: Table::build(view, casas)? })
+        Ok(Snapshot { info, table: Table::build(view, casas, keys)? })
     }
 }

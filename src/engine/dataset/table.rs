@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::formula::Casas;
 use super::publish::round_published;
-use super::schema::{dictionary_dtype, ID};
+use super::schema::{dictionary_dtype, parse_uuids, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
 
@@ -320,25 +320,31 @@ impl Table {
         }
     }
 
-    /// Builds the table from the collected final view of the SQL views (its served columns).
-    pub fn build(view: DataFrame, casas: Casas) -> PolarsResult<Table> {
+    /// Builds the table from the collected final view of the SQL views (its served columns),
+    /// with the key orders computed before the views when the view left their columns as they
+    /// were (otherwise they are computed here, from the view).
+    pub fn build(view: DataFrame, casas: Casas, keys: Option<KeyOrders>) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
         let mut frame = view;
-        let ids = parse_ids(&frame)?;
-        let (by_id, id_rank) = rank_ids(&ids);
+        let keys = match keys.filter(|k| k.hold_for(&frame)) {
+            Some(keys) => keys,
+            None => {
+                tracing::debug!("key orders computed from the view");
+                KeyOrders::compute(&frame, IdOrder::new(parse_ids(&frame)?))?
+            }
+        };
+        tracing::debug!(ms = ms(t), "key orders");
+        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, catalog, .. } = keys;
         let _ = frame.drop_in_place(ID)?;
         if frame.column("eco_faixa")?.dtype().is_string() {
             let band = frame.column("eco_faixa")?.cast(&dictionary_dtype())?;
             frame.with_column(band)?;
         }
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
-        tracing::debug!(ms = ms(t), "ids");
 
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
-        let catalog = catalog_permutation(&frame)?;
-        tracing::debug!(ms = ms(t), "catalog permutation");
         let mut position = vec![0u32; catalog.len()];
         for (p, &row) in catalog.iter().enumerate() {
             position[row as usize] = p as u32;
@@ -373,6 +379,42 @@ impl Table {
             published: Default::default(),
             casas,
         })
+    }
+}
+
+/// The columns the key orders are computed from.
+const KEY_COLUMNS: [&str; 5] = [ID, "marca", "modelo", "versao", "ano"];
+
+/// What the build needs from a dataset's own columns, not from the views: the ids with their
+/// order and the catalog order. A load computes them from the checked export while the views
+/// run; they hold for a view that passes their columns through unchanged.
+pub struct KeyOrders {
+    /// The columns they were computed from (shared with the frame, not copied).
+    columns: Vec<Column>,
+    order: IdOrder,
+    id_rank: Vec<u32>,
+    catalog: Vec<u32>,
+}
+
+impl KeyOrders {
+    /// The key orders of a frame holding [`KEY_COLUMNS`], given its ids' order.
+    pub fn compute(frame: &DataFrame, order: IdOrder) -> PolarsResult<KeyOrders> {
+        if order.ids.len() != frame.height() {
+            polars_bail!(ComputeError: "the ids are not the frame's rows");
+        }
+        let id_rank = order.ranks();
+        let catalog = catalog_permutation(frame, &id_rank)?;
+        let columns = KEY_COLUMNS.iter().map(|c| frame.column(c).cloned()).collect::<PolarsResult<_>>()?;
+        Ok(KeyOrders { columns, order, id_rank, catalog })
+    }
+
+    /// Whether `view` holds the same rows of the key columns, in the same order.
+    fn hold_for(&self, view: &DataFrame) -> bool {
+        view.height() == self.catalog.len()
+            && self.columns.iter().all(|c| {
+                view.column(c.name())
+                    .is_ok_and(|v| v.as_materialized_series().equals_missing(c.as_materialized_series()))
+            })
     }
 }
 
@@ -548,42 +590,16 @@ pub fn row_numbers(df: &DataFrame) -> PolarsResult<Vec<u32>> {
 
 /// The ids of the view's rows.
 fn parse_ids(view: &DataFrame) -> PolarsResult<Vec<Uuid>> {
-    use rayon::prelude::*;
     let ids = view.column(ID)?.cast(&DataType::String)?;
     let ids = ids.str()?;
-    // In parallel, a chunk of rows per task.
-    let n = ids.len();
-    let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
-    let parts: Vec<PolarsResult<Vec<Uuid>>> = (0..n)
-        .step_by(chunk)
-        .collect::<Vec<_>>()
-        .into_par_iter()
-        .map(|start| {
-            (start..(start + chunk).min(n))
-                .map(|i| {
-                    let v = ids.get(i).unwrap_or_default();
-                    Uuid::parse_str(v).map_err(|_| polars_err!(ComputeError: "invalid id {v} in the served frame"))
-                })
-                .collect()
-        })
-        .collect();
-    let mut out = Vec::with_capacity(n);
-    for part in parts {
-        out.extend(part?);
+    let (parsed, bad) = parse_uuids(ids);
+    if let Some(&row) = bad.first() {
+        polars_bail!(ComputeError: "invalid id {} in the served frame", ids.get(row).unwrap_or_default());
     }
-    Ok(out)
-}
-
-/// The rows sorted by id, and each row's rank in that order. A UUID's byte order is the order of
-/// its lower-case text, so ranking the parsed values ranks the ids.
-fn rank_ids(ids: &[Uuid]) -> (Vec<u32>, Vec<u32>) {
-    let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
-    by_id.par_sort_unstable_by_key(|&i| ids[i as usize]);
-    let mut id_rank = vec![0u32; ids.len()];
-    for (rank, &i) in by_id.iter().enumerate() {
-        id_rank[i as usize] = rank as u32;
+    if ids.null_count() > 0 {
+        polars_bail!(ComputeError: "a row of the served frame has no id");
     }
-    (by_id, id_rank)
+    Ok(parsed)
 }
 
 /// Adds the eco-score positions (competition ranking, best = 1: ties on the published score
@@ -627,22 +643,26 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
         }
         Ok(out)
     };
-    let (mut last, mut position) = (f64::NAN, 0u32);
-    for (i, &r) in order.iter().enumerate() {
-        let score = scores[r as usize].unwrap_or_default();
-        if score != last {
-            last = score;
-            position = i as u32 + 1;
+    let overall = || {
+        let (mut last, mut position) = (f64::NAN, 0u32);
+        for (i, &r) in order.iter().enumerate() {
+            let score = scores[r as usize].unwrap_or_default();
+            if score != last {
+                last = score;
+                position = i as u32 + 1;
+            }
+            global[r as usize] = Some(position);
+            percentil[r as usize] = Some(if scored == 1 {
+                100.0
+            } else {
+                round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), casas_eco_score)
+            });
         }
-        global[r as usize] = Some(position);
-        percentil[r as usize] = Some(if scored == 1 {
-            100.0
-        } else {
-            round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), casas_eco_score)
-        });
-    }
-    let categoria = group("categoria")?;
-    let combustivel = group("combustivel_tipo")?;
+    };
+    // The three passes are independent: they run side by side.
+    let ((), (categoria, combustivel)) =
+        rayon::join(overall, || rayon::join(|| group("categoria"), || group("combustivel_tipo")));
+    let (categoria, combustivel) = (categoria?, combustivel?);
     frame.with_column(Column::new("posicao_global".into(), global))?;
     frame.with_column(Column::new("posicao_categoria".into(), categoria))?;
     frame.with_column(Column::new("posicao_combustivel".into(), combustivel))?;
@@ -653,7 +673,7 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
 /// The catalog order as a permutation of the rows: marca, modelo, versao (byte order), ano
 /// descending, then id ascending. Brand and model compare as the rank of their distinct values
 /// (ranked once per dictionary entry), so most comparisons are between integers.
-fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
+fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>> {
     let lexical_ranks = |values: &TextValues| -> Vec<u32> {
         match values {
             TextValues::Dictionary(codes, mapping) => {
@@ -671,20 +691,24 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
                 codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
             TextValues::Plain(_) => {
-                // Nearly one value per row: the rows sorted by value (in parallel), a rank per
-                // run of equal values.
-                let text: Vec<&str> = (0..values.len()).map(|i| values.get(i).unwrap_or("")).collect();
-                let mut rows: Vec<u32> = (0..text.len() as u32).collect();
-                rows.par_sort_unstable_by(|a, b| text[*a as usize].cmp(text[*b as usize]));
-                let mut rank = vec![0u32; text.len()];
-                let mut current = 0u32;
-                for (i, &r) in rows.iter().enumerate() {
-                    if i > 0 && text[r as usize] != text[rows[i - 1] as usize] {
-                        current += 1;
-                    }
-                    rank[r as usize] = current;
+                // Many values (a model's versions): each row's distinct value found by hashing,
+                // the distinct values sorted (in parallel), then a rank per row. A version is
+                // shared by several rows in real exports, so this sorts far fewer strings than
+                // the rows.
+                let mut distinct: PlHashMap<&str, u32> = PlHashMap::with_capacity(1 << 12);
+                let codes: Vec<u32> = (0..values.len())
+                    .map(|i| {
+                        let next = distinct.len() as u32;
+                        *distinct.entry(values.get(i).unwrap_or("")).or_insert(next)
+                    })
+                    .collect();
+                let mut sorted: Vec<(&str, u32)> = distinct.into_iter().collect();
+                sorted.par_sort_unstable();
+                let mut rank = vec![0u32; sorted.len()];
+                for (i, (_, code)) in sorted.iter().enumerate() {
+                    rank[*code as usize] = i as u32;
                 }
-                rank
+                codes.iter().map(|c| rank[*c as usize]).collect()
             }
         }
     };
@@ -699,7 +723,9 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
     });
     let (marca, modelo, versao) = (marca?, modelo?, versao?);
     let ano = df.column("ano")?.i32()?;
-    let id_rank = df.column(ID_RANK)?.u32()?;
+    if id_rank.len() != df.height() {
+        polars_bail!(ComputeError: "the id ranks are not the frame's rows");
+    }
     // One integer key per row: brand, model and version ranks, the year descending and the id
     // rank, most significant first (16 + 24 + 24 + 16 + 32 bits).
     let key = |i: usize| -> u128 {
@@ -708,7 +734,7 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
             | ((modelo[i] as u128) << 72)
             | ((versao[i] as u128) << 48)
             | (ano_desc << 32)
-            | id_rank.get(i).unwrap_or_default() as u128
+            | id_rank[i] as u128
     };
     let fits = |ranks: &[u32], bits: u32| ranks.iter().all(|r| (*r as u64) < (1u64 << bits));
     if fits(&marca, 16) && fits(&modelo, 24) && fits(&versao, 24) {
@@ -725,7 +751,7 @@ fn catalog_permutation(df: &DataFrame) -> PolarsResult<Vec<u32>> {
             modelo[i],
             versao[i],
             std::cmp::Reverse(ano.get(i).unwrap_or_default()),
-            id_rank.get(i).unwrap_or_default(),
+            id_rank[i],
         )
     });
     Ok(order)
@@ -880,12 +906,11 @@ mod tests {
             "modelo" => ["x", "y", "x", "x", "x", "x"],
             "versao" => ["1", "1", "2", "10", "2", "1"],
             "ano" => [2020, 2020, 2019, 2020, 2021, 2020],
-            ID_RANK => [0u32, 1, 2, 3, 4, 5],
         )
         .unwrap();
         // Byte order: "B" < "a" < "b", "10" < "2". B (5), a/x/10 (3), a/x/2/2021 (4), a/x/2/2019 (2),
         // a/y/1 (1), b (0).
-        assert_eq!(catalog_permutation(&df).unwrap(), [5, 3, 4, 2, 1, 0]);
+        assert_eq!(catalog_permutation(&df, &[0, 1, 2, 3, 4, 5]).unwrap(), [5, 3, 4, 2, 1, 0]);
     }
 
     #[test]
@@ -913,3 +938,4 @@ mod tests {
         assert_eq!(percentil, [Some(66.7), Some(100.0), None, Some(66.7), Some(0.0)]);
     }
 }
+
