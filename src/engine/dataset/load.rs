@@ -88,10 +88,27 @@ fn list(problems: &[Problem]) -> String {
 pub const FUEL_FOLD: &str = "combustivel_fold";
 
 pub fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
-    let fuels = TextValues::of(df.column("combustivel_tipo")?)?;
-    let mut cache: PlHashMap<&str, String> = PlHashMap::new();
-    let folded: StringChunked =
-        (0..fuels.len()).map(|i| fuels.get(i).map(|v| cache.entry(v).or_insert_with(|| fold(v)).clone())).collect();
+    let folded: StringChunked = match TextValues::of(df.column("combustivel_tipo")?)? {
+        // Dictionary-encoded (as loaded): each dictionary entry folded once, then a lookup per row.
+        TextValues::Dictionary(codes, mapping) => {
+            let size = codes.iter().flatten().max().map_or(0, |m| m as usize + 1);
+            let mut cache: Vec<Option<String>> = vec![None; size];
+            for code in codes.iter().flatten() {
+                let entry = &mut cache[code as usize];
+                if entry.is_none() {
+                    *entry = Some(fold(mapping.cat_to_str(code).unwrap_or_default()));
+                }
+            }
+            codes.iter().map(|c| c.and_then(|c| cache[c as usize].as_deref())).collect()
+        }
+        TextValues::Plain(values) => {
+            let mut cache: PlHashMap<&str, String> = PlHashMap::new();
+            for v in values.iter().flatten() {
+                cache.entry(v).or_insert_with(|| fold(v));
+            }
+            values.iter().map(|v| v.and_then(|v| cache.get(v)).map(String::as_str)).collect()
+        }
+    };
     Ok(folded.with_name(FUEL_FOLD.into()).into_column())
 }
 
@@ -281,11 +298,23 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "schema checked");
     let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
 
+    // Text columns read as plain strings are dictionary-encoded here (see
+    // `schema::dictionary_encode`), beside the casts of the other columns.
+    let encoded_here: Vec<&str> = COLUMNS
+        .iter()
+        .filter(|spec| spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name))
+        .filter(|spec| raw.column(spec.name).is_ok_and(|c| c.dtype().is_string()))
+        .map(|spec| spec.name)
+        .collect();
     let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
     if raw.column(ID).is_ok() {
         exprs.push(col(ID).cast(DataType::String));
     }
     for spec in COLUMNS {
+        if encoded_here.contains(&spec.name) {
+            exprs.push(col(spec.name));
+            continue;
+        }
         let dtype = if spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name) {
             schema::dictionary_dtype()
         } else {
@@ -298,7 +327,21 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
         }
         exprs.push(e.alias(spec.name));
     }
-    let mut df = raw.lazy().select(exprs).collect().map_err(internal)?;
+    let (typed, encoded) = rayon::join(
+        || raw.clone().lazy().select(exprs).collect(),
+        || {
+            use rayon::prelude::*;
+            encoded_here
+                .par_iter()
+                .map(|name| raw.column(name).and_then(schema::dictionary_encode))
+                .collect::<PolarsResult<Vec<Column>>>()
+        },
+    );
+    drop(raw);
+    let mut df = typed.map_err(internal)?;
+    for column in encoded.map_err(internal)? {
+        df.with_column(column).map_err(internal)?;
+    }
 
     let order = match order {
         Some(order) => order,
@@ -407,6 +450,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let step = Instant::now();
     let (df, ids) = checked(raw, &shown)?;
     let check_ms = ms(step);
+    tracing::debug!("checked");
     // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
     crate::process::memory::between_phases();
     let step = Instant::now();
@@ -434,6 +478,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
         }
     };
     let views_ms = ms(step);
+    tracing::debug!("views");
     // The check's and the views' transient columns are gone; the table build allocates anew.
     crate::process::memory::between_phases();
     let step = Instant::now();
@@ -457,3 +502,60 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
     Ok(snapshot)
 }
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dataset::formula::Casas;
+    use crate::engine::dataset::table::Table;
+    use crate::engine::views::CostConfig;
+
+    fn checked(rows: usize, seed: u64) -> (DataFrame, IdOrder, DataFrame, Casas) {
+        let mut df = crate::sample::generate_catalog(rows, seed).unwrap();
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes).with_row_group_size(Some(rows / 3)).finish(&mut df).unwrap();
+        let raw = read_parquet(&bytes, "generated.parquet", DEFAULT_MAX_ROWS).unwrap();
+        let (checked, order) = prepare(raw).unwrap();
+        let views = Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap();
+        let view = views.apply(checked.clone().lazy()).unwrap();
+        (checked, order, view, views.params.casas)
+    }
+
+    /// The key orders computed from the checked export (beside the views) give the table the
+    /// view alone gives; key orders of other rows are not used.
+    #[test]
+    fn key_orders_computed_before_the_views_give_the_same_table() {
+        let (checked, order, view, casas) = checked(600, 11);
+        let alone = Table::build(view.clone(), casas, None).unwrap();
+        let keys = KeyOrders::compute(&checked, order.clone()).unwrap();
+        let early = Table::build(view.clone(), casas, Some(keys)).unwrap();
+        assert_eq!(early.vehicles(), alone.vehicles());
+        assert_eq!(early.rows_by_id(), alone.rows_by_id());
+        assert_eq!(early.order("eco_score", true).unwrap(), alone.order("eco_score", true).unwrap());
+        // Rows in another order: the orders do not hold for this view and are recomputed.
+        let reversed = checked.reverse();
+        let ids = IdOrder::new(order.ids.iter().rev().copied().collect());
+        let stale = KeyOrders::compute(&reversed, ids).unwrap();
+        let rebuilt = Table::build(view, casas, Some(stale)).unwrap();
+        assert_eq!(rebuilt.vehicles(), alone.vehicles());
+        assert_eq!(rebuilt.rows_by_id(), alone.rows_by_id());
+        // The catalog order itself: marca, modelo, versao, ano descending, then id.
+        let vehicles = alone.vehicles();
+        let key = |v: &crate::engine::dataset::table::Vehicle| {
+            (v.marca.clone(), v.modelo.clone(), v.versao.clone(), std::cmp::Reverse(v.ano), v.id.to_string())
+        };
+        assert!(vehicles.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+    }
+
+    /// Text read as plain strings is dictionary-encoded with the values the cast would give.
+    #[test]
+    fn plain_text_is_encoded_as_the_cast_would() {
+        let (checked, ..) = checked(300, 5);
+        for name in DICTIONARY_ENCODED {
+            let column = checked.column(name).unwrap();
+            assert!(column.dtype().is_categorical(), "{name} is {}", column.dtype());
+        }
+    }
+}
+

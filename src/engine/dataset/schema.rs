@@ -91,6 +91,56 @@ pub fn dictionary_dtype() -> DataType {
     DataType::from_categories(Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32))
 }
 
+/// A code per row of a text column (`None` for a null), equal codes for equal strings, and the
+/// distinct strings by code. Each chunk's rows are mapped by their 16-byte view first: equal
+/// views hold equal strings (short strings are inline, long ones point at the same bytes, as a
+/// Parquet dictionary's values do), so a string is hashed once per distinct view of a chunk
+/// rather than once per row.
+pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
+    use polars_arrow::array::Array;
+    let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
+    let mut distinct: Vec<&str> = Vec::new();
+    let mut by_text: PlHashMap<&str, u32> = PlHashMap::new();
+    for arr in text.downcast_iter() {
+        let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
+        for (i, view) in arr.views().iter().enumerate() {
+            if !arr.is_valid(i) {
+                codes.push(None);
+                continue;
+            }
+            let code = *by_view.entry(view.as_u128()).or_insert_with(|| {
+                let value = arr.value(i);
+                *by_text.entry(value).or_insert_with(|| {
+                    distinct.push(value);
+                    distinct.len() as u32 - 1
+                })
+            });
+            codes.push(Some(code));
+        }
+    }
+    (codes, distinct)
+}
+
+/// A text column dictionary-encoded with a mapping of its own ([`dictionary_dtype`]), each
+/// distinct string hashed once (see [`text_codes`]).
+pub fn dictionary_encode(column: &Column) -> PolarsResult<Column> {
+    let dtype = dictionary_dtype();
+    let DataType::Categorical(_, mapping) = &dtype else {
+        polars_bail!(ComputeError: "the dictionary type is not categorical");
+    };
+    let (codes, distinct) = text_codes(column.str()?);
+    let cats: Vec<u32> = distinct.iter().map(|v| mapping.insert_cat(v)).collect::<PolarsResult<_>>()?;
+    let physical: UInt32Chunked = codes.iter().map(|c| c.map(|c| cats[c as usize])).collect();
+    // SAFETY: every code was returned by this dtype's own mapping.
+    let encoded = unsafe {
+        CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(
+            physical.with_name(column.name().clone()),
+            dtype,
+        )
+    };
+    Ok(encoded.into_series().into_column())
+}
+
 /// Every input column except `id`, in canonical order.
 pub const COLUMNS: &[ColumnSpec] = &[
     col_spec("marca", Kind::Text, false),
@@ -494,6 +544,51 @@ mod tests {
         df.with_column(Column::new("id".into(), [u, u])).unwrap();
         let r = rules(&check(&df));
         assert_eq!(r, vec![format!("column 'id', row 2: duplicate id {u} (first used in row 1)")]);
+    }
+
+    #[test]
+    fn an_id_used_three_times_names_its_first_row_twice() {
+        let mut df = valid_frame();
+        df = df.slice(0, 1);
+        let mut big = df.clone();
+        for _ in 1..5 {
+            big.vstack_mut(&df).unwrap();
+        }
+        let (a, b) = ("6f1c2f0e-8c4a-4f59-9d0a-1a2b3c4d5e6f", "0b5e1c9a-2d3f-4a6b-8c7d-9e0f1a2b3c4d");
+        big.with_column(Column::new("id".into(), [b, a, b, a, b])).unwrap();
+        let r = rules(&check(&big));
+        assert_eq!(
+            r,
+            vec![
+                format!("column 'id', row 3: duplicate id {b} (first used in row 1)"),
+                format!("column 'id', row 4: duplicate id {a} (first used in row 2)"),
+                format!("column 'id', row 5: duplicate id {b} (first used in row 1)"),
+            ]
+        );
+        // Valid ids come back with their order; none when an id is a problem.
+        big.with_column(Column::new("id".into(), [b, a, "00000000-0000-4000-8000-000000000001", "Z", "0"])).unwrap();
+        let (problems, order) = check_keyed(&big);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(order.is_none());
+    }
+
+    #[test]
+    fn text_is_encoded_by_value_across_chunks_and_nulls() {
+        let long = "a value longer than twelve bytes";
+        let first = Column::new("t".into(), [Some("x"), Some(long), None, Some("x"), Some(long)]);
+        let second = Column::new("t".into(), [Some(long), Some("y"), None, Some("x")]);
+        let mut column = first.as_materialized_series().clone();
+        column.append(second.as_materialized_series()).unwrap();
+        assert_eq!(column.chunks().len(), 2);
+        let encoded = dictionary_encode(&column.clone().into_column()).unwrap();
+        assert!(encoded.dtype().is_categorical());
+        let back: Vec<Option<String>> =
+            encoded.cast(&DataType::String).unwrap().str().unwrap().iter().map(|v| v.map(String::from)).collect();
+        let want: Vec<Option<String>> = column.str().unwrap().iter().map(|v| v.map(String::from)).collect();
+        assert_eq!(back, want);
+        let (codes, distinct) = text_codes(column.str().unwrap());
+        assert_eq!(distinct, ["x", long, "y"]);
+        assert_eq!(codes, [Some(0), Some(1), None, Some(0), Some(1), Some(1), Some(2), None, Some(0)]);
     }
 
     #[test]

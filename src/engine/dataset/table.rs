@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::formula::Casas;
 use super::publish::round_published;
-use super::schema::{dictionary_dtype, parse_uuids, IdOrder, ID};
+use super::schema::{dictionary_encode, parse_uuids, text_codes, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextIndex, TextValues};
 
@@ -338,7 +338,7 @@ impl Table {
         let KeyOrders { order: IdOrder { ids, by_id }, id_rank, catalog, .. } = keys;
         let _ = frame.drop_in_place(ID)?;
         if frame.column("eco_faixa")?.dtype().is_string() {
-            let band = frame.column("eco_faixa")?.cast(&dictionary_dtype())?;
+            let band = dictionary_encode(frame.column("eco_faixa")?)?;
             frame.with_column(band)?;
         }
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
@@ -408,10 +408,12 @@ impl KeyOrders {
         Ok(KeyOrders { columns, order, id_rank, catalog })
     }
 
-    /// Whether `view` holds the same rows of the key columns, in the same order.
+    /// Whether `view` holds the same rows of the key columns, in the same order (compared in
+    /// parallel).
     fn hold_for(&self, view: &DataFrame) -> bool {
+        use rayon::prelude::*;
         view.height() == self.catalog.len()
-            && self.columns.iter().all(|c| {
+            && self.columns.par_iter().all(|c| {
                 view.column(c.name())
                     .is_ok_and(|v| v.as_materialized_series().equals_missing(c.as_materialized_series()))
             })
@@ -690,25 +692,20 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>
                 }
                 codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
-            TextValues::Plain(_) => {
-                // Many values (a model's versions): each row's distinct value found by hashing,
-                // the distinct values sorted (in parallel), then a rank per row. A version is
-                // shared by several rows in real exports, so this sorts far fewer strings than
-                // the rows.
-                let mut distinct: PlHashMap<&str, u32> = PlHashMap::with_capacity(1 << 12);
-                let codes: Vec<u32> = (0..values.len())
-                    .map(|i| {
-                        let next = distinct.len() as u32;
-                        *distinct.entry(values.get(i).unwrap_or("")).or_insert(next)
-                    })
-                    .collect();
-                let mut sorted: Vec<(&str, u32)> = distinct.into_iter().collect();
+            TextValues::Plain(text) => {
+                // Many values (a model's versions): each row's distinct value found by hashing
+                // (see `text_codes`), the distinct values sorted, then a rank per row. A version
+                // is shared by several rows in real exports, so this sorts far fewer strings
+                // than the rows.
+                let (codes, distinct) = text_codes(text);
+                let mut sorted: Vec<(&str, u32)> = distinct.into_iter().zip(0u32..).collect();
                 sorted.par_sort_unstable();
                 let mut rank = vec![0u32; sorted.len()];
                 for (i, (_, code)) in sorted.iter().enumerate() {
                     rank[*code as usize] = i as u32;
                 }
-                codes.iter().map(|c| rank[*c as usize]).collect()
+                // (A null, which a required column does not hold, would sort first.)
+                codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
         }
     };
