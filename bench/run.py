@@ -407,8 +407,11 @@ def bench_size(args, rows, results):
         row["arrow_bytes"] = arrow_bytes(path)
 
         os.sync()  # the copy is on disk: no write-back competes with the loads timed below
-        # DuckDB's load and the service's cold start: the median of three of each.
-        loads = []
+        # DuckDB's load and the service's cold start: the median of three of each, alternating
+        # (DuckDB, service, DuckDB, ...) so that drift in the machine's speed hits both alike.
+        argv = [binary, "serve", "--bind", "127.0.0.1:0", "--data", served, "--log", "warn",
+                "--reload-interval-ms", "100"]
+        loads, starts = [], []
         for attempt in range(3):
             t = time.perf_counter()
             con = duckdb.connect()
@@ -416,20 +419,16 @@ def bench_size(args, rows, results):
             loads.append(time.perf_counter() - t)
             if attempt < 2:
                 con.close()
+                probe = Server(argv)
+                try:
+                    starts.append(wait_ready(probe))
+                finally:
+                    probe.stop()
         row["duckdb_load_s"] = statistics.median(loads)
         brands = sorted({fold(b.split()[0]) for (b,) in con.execute("SELECT DISTINCT marca FROM c").fetchall()})
         years = [2015 + i for i in range(8)]
         combos = [(b, y) for y in years for b in brands][:64]
 
-        argv = [binary, "serve", "--bind", "127.0.0.1:0", "--data", served, "--log", "warn",
-                "--reload-interval-ms", "100"]
-        starts = []
-        for _ in range(2):
-            probe = Server(argv)
-            try:
-                starts.append(wait_ready(probe))
-            finally:
-                probe.stop()
         server = Server(argv)
         try:
             starts.append(wait_ready(server))
