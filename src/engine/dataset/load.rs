@@ -507,7 +507,6 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     Ok(snapshot)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,7 +520,8 @@ mod tests {
         ParquetWriter::new(&mut bytes).with_row_group_size(Some(rows / 3)).finish(&mut df).unwrap();
         let raw = read_parquet(&bytes, "generated.parquet", DEFAULT_MAX_ROWS).unwrap();
         let (checked, order) = prepare(raw).unwrap();
-        let views = Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap();
+        let views =
+            Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap();
         let view = views.apply(checked.clone().lazy()).unwrap();
         (checked, order, view, views.params.casas)
     }

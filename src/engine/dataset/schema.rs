@@ -255,8 +255,10 @@ fn check_column(df: &DataFrame, spec: &ColumnSpec) -> Vec<Problem> {
         return problems;
     };
     if !spec.kind.accepts(column.dtype()) {
-        problems
-            .push(Problem::column(spec.name, format!("expected type {}, found {}", spec.kind.describe(), column.dtype())));
+        problems.push(Problem::column(
+            spec.name,
+            format!("expected type {}, found {}", spec.kind.describe(), column.dtype()),
+        ));
         return problems;
     }
     if !spec.nullable {

@@ -743,13 +743,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>
     let mut order: Vec<u32> = (0..df.height() as u32).collect();
     order.par_sort_unstable_by_key(|&r| {
         let i = r as usize;
-        (
-            marca[i],
-            modelo[i],
-            versao[i],
-            std::cmp::Reverse(ano.get(i).unwrap_or_default()),
-            id_rank[i],
-        )
+        (marca[i], modelo[i], versao[i], std::cmp::Reverse(ano.get(i).unwrap_or_default()), id_rank[i])
     });
     Ok(order)
 }
@@ -935,4 +929,3 @@ mod tests {
         assert_eq!(percentil, [Some(66.7), Some(100.0), None, Some(66.7), Some(0.0)]);
     }
 }
-
