@@ -112,6 +112,12 @@ impl KeyStore {
         self.0.load_full()
     }
 
+    /// Runs `f` on the credentials in force without taking a reference of its own (see
+    /// `Store::with_current`).
+    pub fn with_current<R>(&self, f: impl FnOnce(&Credentials) -> R) -> R {
+        f(&self.0.load())
+    }
+
     /// Puts a new set of credentials in force for the next requests.
     pub fn replace(&self, credentials: Credentials) {
         self.0.store(Arc::new(credentials));

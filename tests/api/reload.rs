@@ -370,3 +370,34 @@ fn an_infinite_value_in_a_new_export_keeps_the_previous_one() {
     wait_for_log(&app, "column 'co2_fossil_g_km', row 4: infinite value");
     assert_eq!((version(&app), total(&app)), (v1, 3));
 }
+
+/// The fixed rankings answered ahead of the router follow a swap at once, on every serving
+/// thread: each keeps the answers of the snapshot it last served, and a new snapshot replaces
+/// them (many keep-alive clients, so that both serving threads answer before and after).
+#[test]
+fn plain_fixed_answers_follow_a_swap_on_every_serving_thread() {
+    let dir = temp_dir("reload-fast");
+    let data = dir.join("catalog.parquet");
+    write_rows(&rows(4), &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let v1 = version(&app);
+    let plain = |app: &TestApp| -> Vec<(u16, Option<String>, usize)> {
+        (0..16)
+            .map(|_| {
+                let res = app.get_req("/rankings/most-economical").send();
+                let items = res.json()["data"]["data"]["items"].as_array().map_or(0, Vec::len);
+                (res.status, res.header("x-dataset-version").map(String::from), items)
+            })
+            .collect()
+    };
+    assert!(plain(&app).iter().all(|(s, v, n)| *s == 200 && v.as_deref() == Some(v1.as_str()) && *n == 4));
+    write_rows(&rows(7), &data);
+    let v2 = wait_for_new_version(&app, &v1);
+    let after = plain(&app);
+    assert!(after.iter().all(|(s, v, n)| *s == 200 && v.as_deref() == Some(v2.as_str()) && *n == 7), "{after:?}");
+    // The same answer as through every layer.
+    let full = app.get_req("/rankings/most-economical").header("Accept-Encoding", "identity").send();
+    let plain_one = app.get_req("/rankings/most-economical").send();
+    assert_eq!(full.json()["data"]["data"], plain_one.json()["data"]["data"]);
+    assert_eq!(full.header("etag"), plain_one.header("etag"));
+}

@@ -65,6 +65,13 @@ impl Store {
         self.current.load_full()
     }
 
+    /// Runs `f` on the current snapshot without taking a reference of its own: for a short
+    /// read on a hot path (the snapshot's reference count is shared by every serving thread).
+    pub fn with_current<R>(&self, f: impl FnOnce(Option<&Arc<Snapshot>>) -> R) -> R {
+        let current = self.current.load();
+        f(current.as_ref())
+    }
+
     /// Replaces the serving snapshot and returns the previous one; requests in flight finish on
     /// the one they hold.
     pub fn replace(&self, snapshot: Snapshot) -> Option<Arc<Snapshot>> {

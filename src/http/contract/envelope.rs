@@ -223,25 +223,38 @@ impl RawReply {
 
 impl IntoResponse for RawReply {
     fn into_response(self) -> Response {
-        let data = self.data.as_bytes();
-        // Room for the envelope's keys and a meta without filters or pagination.
-        let mut body = Vec::with_capacity(data.len() + 160);
-        body.extend_from_slice(br#"{"success":true,"data":{"data":"#);
-        body.extend_from_slice(data);
-        body.extend_from_slice(br#","meta":"#);
-        let at = body.len();
-        if serde_json::to_writer(&mut body, &self.meta).is_err() {
-            body.truncate(at);
-            body.extend_from_slice(b"{}");
-        }
-        body.extend_from_slice(b"}}");
-        let mut res =
-            ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
-        if let Ok(v) = HeaderValue::from_str(&self.version) {
-            res.headers_mut().insert(DATASET_VERSION, v);
-        }
-        res
+        raw_response(self.data.as_bytes(), &self.meta, &self.version)
     }
+}
+
+impl RawReply {
+    /// The answer of request `request_id` around `data` (JSON serialised once per snapshot of
+    /// `version`), written without holding a reference to it: the same response as
+    /// [`RawReply::shared`] gives.
+    pub fn respond(data: &str, request_id: Uuid, version: &str) -> Response {
+        raw_response(data.as_bytes(), &Meta::new(request_id, None, None), version)
+    }
+}
+
+/// The envelope around JSON `data` with `meta`, and the dataset version header.
+fn raw_response(data: &[u8], meta: &Meta, version: &str) -> Response {
+    // Room for the envelope's keys and a meta without filters or pagination.
+    let mut body = Vec::with_capacity(data.len() + 160);
+    body.extend_from_slice(br#"{"success":true,"data":{"data":"#);
+    body.extend_from_slice(data);
+    body.extend_from_slice(br#","meta":"#);
+    let at = body.len();
+    if serde_json::to_writer(&mut body, meta).is_err() {
+        body.truncate(at);
+        body.extend_from_slice(b"{}");
+    }
+    body.extend_from_slice(b"}}");
+    let mut res =
+        ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(version) {
+        res.headers_mut().insert(DATASET_VERSION, v);
+    }
+    res
 }
 
 /// What a handler needs: the snapshot it works on (fixed for the whole request) and its id.

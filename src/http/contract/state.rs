@@ -65,6 +65,11 @@ impl AppState {
         self.inner.keys.current()
     }
 
+    /// Runs `f` on the credentials in force without taking a reference of its own.
+    pub fn with_credentials<R>(&self, f: impl FnOnce(&Credentials) -> R) -> R {
+        self.inner.keys.with_current(f)
+    }
+
     /// Puts a new set of credentials in force for the next requests.
     pub fn replace_credentials(&self, credentials: Credentials) {
         self.inner.keys.replace(credentials);

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::http::{header, Method};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use uuid::Uuid;
 
 use crate::engine::snapshot::Snapshot;
@@ -74,18 +74,35 @@ pub fn answer(state: &AppState, guard: &Guard, req: &Request, request_id: Uuid) 
     {
         return None;
     }
-    let snapshot = state.store().current()?;
-    let answers = answers(&snapshot)?;
-    let (route, data, tag) = answers.entries.get(index)?;
-    // A request over the capacity is refused by the full stack.
-    let _permit = guard.try_enter()?;
-    // Only a granted request is answered here: a refusal takes no token, so the full stack
-    // refuses it the same way.
-    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
-    let secret = headers.get("x-api-secret").and_then(|v| v.to_str().ok());
-    let grant = state.credentials().authorize(key, secret).ok()?;
-    let mut res = RawReply::shared(Arc::clone(data), request_id, snapshot.info.version.clone()).into_response();
-    cache_headers(&mut res, tag);
-    granted(&mut res, grant);
-    Some((res, route))
+    state.store().with_current(|snapshot| {
+        let snapshot = snapshot?;
+        ANSWERS.with(|cached| {
+            let mut cached = cached.borrow_mut();
+            // The answers of the serving snapshot, kept per serving thread: no lock and no shared
+            // reference count per request. The weak reference keeps the snapshot's allocation
+            // (not its data) alive, so an equal address is the same snapshot.
+            if cached.as_ref().is_none_or(|(of, _)| of.as_ptr() != Arc::as_ptr(snapshot)) {
+                *cached = Some((Arc::downgrade(snapshot), answers(snapshot)?));
+            }
+            let (_, answers) = cached.as_ref()?;
+            let (route, data, tag) = answers.entries.get(index)?;
+            // A request over the capacity is refused by the full stack.
+            let _permit = guard.try_enter()?;
+            // Only a granted request is answered here: a refusal takes no token, so the full stack
+            // refuses it the same way.
+            let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+            let secret = headers.get("x-api-secret").and_then(|v| v.to_str().ok());
+            let grant = state.with_credentials(|c| c.authorize(key, secret)).ok()?;
+            let mut res = RawReply::respond(data, request_id, &snapshot.info.version);
+            cache_headers(&mut res, tag);
+            granted(&mut res, grant);
+            Some((res, *route))
+        })
+    })
+}
+
+thread_local! {
+    /// The snapshot whose answers this serving thread last used, and those answers.
+    static ANSWERS: std::cell::RefCell<Option<(std::sync::Weak<Snapshot>, Arc<Answers>)>> =
+        const { std::cell::RefCell::new(None) };
 }
