@@ -177,7 +177,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ECO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Time a client has to send a request's complete head (request line and headers), in
-    /// milliseconds, however slowly it trickles; then the connection is closed.
+    /// milliseconds, however slowly it trickles; then the connection is closed (within 1.25×
+    /// of it). Also bounds an idle kept-alive connection.
     #[arg(long, env = "ECO_HEADER_TIMEOUT_MS", default_value_t = crate::process::limits::DEFAULT_HEADER_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_ms: u64,
     /// Time a request may take until its answer starts, in milliseconds; then 503

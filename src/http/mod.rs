@@ -49,11 +49,17 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// The complete application router. Layers, from the outside in — once per request, before
-/// routing: request id, access log, metrics, the dataset-only answers served ahead of the router
-/// (`fast`), in-flight and time limits (`request_context`); panics caught; compression. Then, per route: the matched route recorded, URL/header/encoding
+/// routing: request id, access log, metrics, in-flight and time limits (`request_context`);
+/// panics caught; compression. Then, per route: the matched route recorded, URL/header/encoding
 /// limits and the failure envelope for framework errors (`check_request`); HTTP caching; body
-/// size; then the routes (API operations behind credentials).
+/// size; then the routes (API operations behind credentials). The serving loop answers the
+/// dataset-only requests (`fast`) before this router.
 pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
+    parts(state, limits).0
+}
+
+/// The router and what the serving loop needs to answer ahead of it (the same limits).
+fn parts(state: AppState, limits: &limits::Limits) -> (Router, middleware::Front) {
     let (api, doc) = OpenApiRouter::with_openapi(openapi::base()).merge(routes::api_router()).split_for_parts();
     let doc = openapi::finish(doc);
     let api = api.route_layer(axum::middleware::from_fn_with_state(state.clone(), middleware::authenticate));
@@ -68,22 +74,22 @@ pub fn app_with(state: AppState, limits: &limits::Limits) -> Router {
         .layer(axum::middleware::from_fn(middleware::http_cache))
         .layer(axum::middleware::from_fn(middleware::check_request))
         .with_state(state.clone());
+    let front = middleware::Front { guard: limits::Guard::new(limits), state };
     // `Router::layer` wraps every route separately; the layers that do not need the matched
     // route wrap the whole router once instead (a router whose only endpoint is `routes`).
-    Router::new()
+    let router = Router::new()
         .fallback_service(routes)
         .layer(compression::layer())
         .layer(CatchPanicLayer::custom(panics::answer))
-        .layer(axum::middleware::from_fn_with_state(
-            middleware::Front { guard: limits::Guard::new(limits), state },
-            middleware::request_context,
-        ))
+        .layer(axum::middleware::from_fn_with_state(front.clone(), middleware::request_context));
+    (router, front)
 }
 
 /// A bound, ready-to-serve application (port 0 allowed).
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    front: middleware::Front,
     limits: limits::Limits,
 }
 
@@ -95,7 +101,8 @@ impl Application {
     /// Binds with the given limits.
     pub async fn bind_with(addr: &str, state: AppState, limits: limits::Limits) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
-        Ok(Application { listener, router: app_with(state, &limits), limits })
+        let (router, front) = parts(state, &limits);
+        Ok(Application { listener, router, front, limits })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -107,6 +114,6 @@ impl Application {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        serve::serve(self.listener, self.router, self.limits.header_timeout, shutdown).await
+        serve::serve(self.listener, self.router, self.front, self.limits.header_timeout, shutdown).await
     }
 }

@@ -414,6 +414,36 @@ fn a_head_trickled_past_the_header_timeout_is_closed() {
 }
 
 #[test]
+fn an_idle_kept_alive_connection_is_closed_after_the_header_timeout_and_not_before() {
+    let app = start(3, &["--header-timeout-ms", "1000"], &[]);
+    let mut stream = TcpStream::connect(addr(&app)).unwrap();
+    let request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    // Each answer restarts the clock: four requests 600 ms apart (2.4 s in all, over twice the
+    // timeout) all get their answer on the same connection.
+    for round in 0..4 {
+        if round > 0 {
+            std::thread::sleep(Duration::from_millis(600));
+        }
+        stream.write_all(request).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(read_response(&mut stream).status, 200, "round {round}");
+    }
+    // Then nothing: the connection is closed within 1.25 timeouts (checked four times per
+    // timeout), well before 4 s.
+    let idle = Instant::now();
+    let mut buf = [0u8; 64];
+    let closed = match stream.read(&mut buf) {
+        Ok(0) => true,
+        Ok(n) => panic!("unexpected bytes: {}", String::from_utf8_lossy(&buf[..n])),
+        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    };
+    let waited = idle.elapsed();
+    assert!(closed, "still open after {waited:?}");
+    assert!(waited >= Duration::from_millis(900), "closed after only {waited:?}");
+    assert!(waited < Duration::from_secs(4), "closed after {waited:?}");
+}
+
+#[test]
 fn a_request_over_the_request_timeout_answers_503() {
     let app = start(3, &["--request-timeout-ms", "500"], &[]);
     let (mut stream, _rest) = start_trickled_compare(&app);

@@ -3,16 +3,15 @@
 //! The fixed rankings and the overview take no parameter and depend only on the dataset: their
 //! `data.data` is serialised once per snapshot and their ETag is known before any request. A
 //! plain `GET` of one of them — no query, no conditional, no compression asked, credentials
-//! that pass — is answered here, before the compression, panic, routing, limit and caching
-//! layers, with exactly the answer those layers would give (same status, headers and body; only
+//! that pass — is answered here, by the serving loop before the router (none of axum's routing
+//! or layers), with exactly the answer the router and its layers would give (same status, headers and body; only
 //! the per-request `meta`, the request id and the quota state differ from one request to the
 //! next). Everything else — a refused key, a parameter, `If-None-Match`, `Accept-Encoding`, a
 //! dataset not loaded yet, no capacity left — goes down the full stack, which decides it.
 
 use std::sync::Arc;
 
-use axum::extract::Request;
-use axum::http::{header, Method};
+use axum::http::{header, HeaderMap, Method, Request};
 use axum::response::Response;
 use uuid::Uuid;
 
@@ -22,6 +21,7 @@ use crate::http::contract::envelope::RawReply;
 use crate::http::contract::headers::{cache_headers, etag, granted};
 use crate::http::contract::state::AppState;
 use crate::http::plumbing::limits::{header_bytes, Guard, MAX_HEADER_BYTES};
+use crate::http::plumbing::middleware::{Exchange, Front};
 use crate::http::wire::rankings::{fixed_answers, FixedAnswers};
 
 /// Picks the `data.data` of one route out of a snapshot's fixed answers.
@@ -59,9 +59,26 @@ pub fn warm(snapshot: &Snapshot) {
     let _ = answers(snapshot);
 }
 
-/// The answer to `req` when it is a plain request of a dataset-only route that passes the
-/// credentials, with its route template; `None` leaves the request to the full stack.
-pub fn answer(state: &AppState, guard: &Guard, req: &Request, request_id: Uuid) -> Option<(Response, &'static str)> {
+/// The whole answer to `req` — request id, metrics and access log included, as the router's
+/// `request_context` gives them — when it is a plain request of a dataset-only route that
+/// passes the credentials; `None` leaves the request to the router.
+pub fn exchange<B>(front: &Front, req: &Request<B>) -> Option<Response> {
+    let index = candidate(req)?;
+    let exchange = Exchange::begin(req.method(), req.headers());
+    let uuid = exchange.uuid;
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        answer(&front.state, &front.guard, req.headers(), index, uuid)
+    })) {
+        Ok(Some((res, route))) => Some(exchange.finish(res, route)),
+        // Dropped unfinished: the router counts and logs the request.
+        Ok(None) => None,
+        Err(payload) => Some(exchange.finish(crate::http::plumbing::panics::answer(payload), ROUTES[index].0)),
+    }
+}
+
+/// The index in [`ROUTES`] of a request that may be answered here: a `GET` of one of them, no
+/// query, no compression or conditional asked, headers within the limit.
+fn candidate<B>(req: &Request<B>) -> Option<usize> {
     if req.method() != Method::GET || req.uri().query().is_some() {
         return None;
     }
@@ -74,6 +91,18 @@ pub fn answer(state: &AppState, guard: &Guard, req: &Request, request_id: Uuid) 
     {
         return None;
     }
+    Some(index)
+}
+
+/// The answer to candidate `req` (route `index`), with its route template; `None` when the
+/// dataset, the capacity or the credentials say the router must decide.
+fn answer(
+    state: &AppState,
+    guard: &Guard,
+    headers: &HeaderMap,
+    index: usize,
+    request_id: Uuid,
+) -> Option<(Response, &'static str)> {
     state.store().with_current(|snapshot| {
         let snapshot = snapshot?;
         ANSWERS.with(|cached| {

@@ -37,7 +37,7 @@ pub async fn guarded(guard: &Guard, req: Request, next: Next) -> Response {
 }
 
 /// Size of the header block as sent (`name: value\r\n` per header).
-pub fn header_bytes(req: &Request) -> usize {
+pub fn header_bytes<B>(req: &axum::http::Request<B>) -> usize {
     req.headers().iter().map(|(name, value)| name.as_str().len() + value.len() + 4).sum()
 }
 

@@ -38,90 +38,107 @@ pub fn record_route(req: &Request) {
     }
 }
 
-/// The state of [`request_context`]: the limits and, for the answers served ahead of the
-/// router (see `fast`), the application state.
+/// The state of [`request_context`]: the limits, and the application state the answers served
+/// ahead of the router read (see `fast`, called by the serving loop before the router).
 #[derive(Clone)]
 pub struct Front {
     pub guard: crate::http::plumbing::limits::Guard,
     pub state: AppState,
 }
 
-/// Gives every request an id (X-Request-Id on the answer: the client's own when it sent a sane
-/// one, else a generated UUID), counts it in the metrics and logs one line per request.
-///
-/// `meta.request_id` is a UUID: the client's id when it is one, else a generated one (then
-/// also logged, as `uuid`).
-pub async fn request_context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
-    let incoming = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| sane_request_id(v));
-    let parsed = incoming.and_then(|v| Uuid::try_parse(v).ok());
-    let uuid = parsed.unwrap_or_else(request_id);
-    let shown = match incoming {
-        Some(id) => id.to_string(),
-        None => uuid.to_string(),
-    };
-    let own_uuid = incoming.is_some() && parsed.is_none();
-    let method = req.method().clone();
-    // Filled after routing (see `RouteSlot`); read even when the request panicked.
-    let slot = RouteSlot::default();
-    let started = Instant::now();
-    let in_flight = metrics::InFlight::enter();
-    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        crate::http::plumbing::fast::answer(&front.state, &front.guard, &req, uuid)
-    }));
-    let (mut res, fast_route) = match fast {
-        Ok(Some((res, route))) => (res, Some(route)),
-        Ok(None) => {
-            req.extensions_mut().insert(RequestId(uuid));
-            req.extensions_mut().insert(slot.clone());
-            (
-                crate::http::plumbing::compression::not_acceptable(
-                    crate::http::plumbing::limits::guarded(&front.guard, req, next).await,
-                ),
-                None,
-            )
+/// One request's bookkeeping from its arrival to its answer: its id (X-Request-Id on the answer:
+/// the client's own when it sent a sane one, else a generated UUID), the in-flight gauge, the
+/// metrics and one access log line. `meta.request_id` is a UUID: the client's id when it is
+/// one, else a generated one (then also logged, as `uuid`).
+pub struct Exchange {
+    /// The client's own id, when it sent a sane one.
+    incoming: Option<String>,
+    pub uuid: Uuid,
+    /// Whether the client's id is not a UUID (the generated one is then logged beside it).
+    own_uuid: bool,
+    method: Method,
+    started: Instant,
+    in_flight: metrics::InFlight,
+}
+
+impl Exchange {
+    /// Starts the bookkeeping of a request with these method and headers.
+    pub fn begin(method: &Method, headers: &HeaderMap) -> Exchange {
+        let incoming = headers.get(REQUEST_ID).and_then(|v| v.to_str().ok()).filter(|v| sane_request_id(v));
+        let parsed = incoming.and_then(|v| Uuid::try_parse(v).ok());
+        Exchange {
+            incoming: incoming.map(str::to_string),
+            uuid: parsed.unwrap_or_else(request_id),
+            own_uuid: incoming.is_some() && parsed.is_none(),
+            method: method.clone(),
+            started: Instant::now(),
+            in_flight: metrics::InFlight::enter(),
         }
-        Err(payload) => (crate::http::plumbing::panics::answer(payload), None),
-    };
-    drop(in_flight);
-    let elapsed = started.elapsed();
-    if let Ok(v) = HeaderValue::from_str(&shown) {
-        res.headers_mut().insert(REQUEST_ID, v);
     }
-    let status = res.status();
-    let matched = slot.0.get();
-    let route = fast_route.or(matched.map(MatchedPath::as_str)).unwrap_or(metrics::UNMATCHED);
-    metrics::observe(route, &method, status, elapsed);
-    let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
-    let uuid_field = own_uuid.then(|| uuid.to_string());
-    // Microsecond resolution is plenty for a log line.
-    let latency_ms = (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0;
-    if let Some(Panicked(message)) = res.extensions().get::<Panicked>() {
-        tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
-    }
-    if tracing::enabled!(tracing::Level::INFO) {
-        let line = crate::process::logging::RequestLine {
-            request_id: &shown,
-            uuid: uuid_field.as_deref(),
-            method: method.as_str(),
-            route,
-            status: status.as_u16(),
-            latency_ms,
-            key,
+
+    /// Ends it with the answer `res` of `route` (a route template, or `metrics::UNMATCHED`):
+    /// the request id header, the metrics and the log line.
+    pub fn finish(self, mut res: Response, route: &str) -> Response {
+        let Exchange { incoming, uuid, own_uuid, method, started, in_flight } = self;
+        drop(in_flight);
+        let elapsed = started.elapsed();
+        let mut buf = Uuid::encode_buffer();
+        let shown: &str = match &incoming {
+            Some(id) => id,
+            None => uuid.hyphenated().encode_lower(&mut buf),
         };
-        if !crate::process::logging::request(&line) {
-            tracing::info!(
-                request_id = %shown,
-                uuid = uuid_field,
-                %method,
+        if let Ok(v) = HeaderValue::from_str(shown) {
+            res.headers_mut().insert(REQUEST_ID, v);
+        }
+        let status = res.status();
+        metrics::observe(route, &method, status, elapsed);
+        if let Some(Panicked(message)) = res.extensions().get::<Panicked>() {
+            tracing::error!(request_id = %shown, %method, route, panic = %message, "request handler panicked");
+        }
+        if tracing::enabled!(tracing::Level::INFO) {
+            let key = res.extensions().get::<ClientName>().map(|c| c.0.as_str());
+            let uuid_field = own_uuid.then(|| uuid.to_string());
+            // Microsecond resolution is plenty for a log line.
+            let latency_ms = (elapsed.as_secs_f64() * 1_000_000.0).round() / 1000.0;
+            let line = crate::process::logging::RequestLine {
+                request_id: shown,
+                uuid: uuid_field.as_deref(),
+                method: method.as_str(),
                 route,
-                status = status.as_u16(),
+                status: status.as_u16(),
                 latency_ms,
                 key,
-                "request"
-            );
+            };
+            if !crate::process::logging::request(&line) {
+                tracing::info!(
+                    request_id = %shown,
+                    uuid = uuid_field,
+                    %method,
+                    route,
+                    status = status.as_u16(),
+                    latency_ms,
+                    key,
+                    "request"
+                );
+            }
         }
+        res
     }
-    res
+}
+
+/// The bookkeeping of every request that reaches the router (see [`Exchange`]), and the
+/// in-flight and time limits around it.
+pub async fn request_context(State(front): State<Front>, mut req: Request, next: Next) -> Response {
+    let exchange = Exchange::begin(req.method(), req.headers());
+    // Filled after routing (see `RouteSlot`); read even when the request panicked.
+    let slot = RouteSlot::default();
+    req.extensions_mut().insert(RequestId(exchange.uuid));
+    req.extensions_mut().insert(slot.clone());
+    let res = crate::http::plumbing::compression::not_acceptable(
+        crate::http::plumbing::limits::guarded(&front.guard, req, next).await,
+    );
+    let route = slot.0.get().map_or(metrics::UNMATCHED, MatchedPath::as_str);
+    exchange.finish(res, route)
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

@@ -1,6 +1,14 @@
-//! The serving loop: HTTP/1.1 connections from hyper, one task each, with a deadline for the
-//! request head, a read buffer large enough for every head the limits answer themselves, and a
-//! graceful shutdown (stop accepting, let the requests in flight finish).
+//! The serving loop: HTTP/1.1 connections from hyper, one task each, a read buffer large enough
+//! for every head the limits answer themselves, and a graceful shutdown (stop accepting, let the
+//! requests in flight finish). Each request goes to [`FrontDoor`]: the dataset-only answers
+//! (`fast`) are given there, everything else goes to the router.
+//!
+//! The deadline for request heads is kept by a watch per connection ([`watch`]) rather than by
+//! hyper's header timer, which arms and disarms a timer of the runtime on every request: the
+//! connection counts what it does (heads completed, answer bytes written, requests being
+//! answered) in plain counters, and the watch, waking a few times per deadline, closes a
+//! connection on which nothing moved for the whole deadline — a head trickled forever, or an
+//! idle kept-alive connection.
 //!
 //! hyper answers a head it cannot parse (over its buffer, a URL over 64 KiB, a malformed request
 //! line or header) before any middleware runs, with an empty body. [`EnvelopeIo`] recognises
@@ -8,15 +16,22 @@
 //! keep the API's error shape. That includes a head of more than 100 header lines (hyper's
 //! default bound, kept: a larger one makes hyper allocate its header tables on every request).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
+use axum::http::Request;
+use axum::response::Response;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -24,23 +39,27 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::http::contract::error::ApiError;
 use crate::http::plumbing::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
+use crate::http::plumbing::middleware::Front;
 
 /// hyper's read buffer: every head up to this size reaches the middleware, which answers 414
 /// or 431 in the envelope; a bigger one is refused by hyper itself (rewritten by [`EnvelopeIo`]).
 pub const MAX_BUF_BYTES: usize = 256 * 1024;
 
-/// Serves `router` on `listener` until `shutdown` resolves; then stops accepting (the listener
-/// is closed at once) and waits for the connections to finish their requests in flight.
+/// Serves `router` on `listener`, the dataset-only answers of `front` ahead of it, until
+/// `shutdown` resolves; then stops accepting (the listener is closed at once) and waits for the
+/// connections to finish their requests in flight. A connection on which nothing moves for
+/// `header_timeout` (see [`watch`]) is closed.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
+    front: Front,
     header_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout).max_buf_size(MAX_BUF_BYTES).keep_alive(true);
+    builder.header_read_timeout(None).max_buf_size(MAX_BUF_BYTES).keep_alive(true);
     let graceful = GracefulShutdown::new();
-    let service = TowerToHyperService::new(router);
+    let shared = Arc::new(Shared { front, router: TowerToHyperService::new(router) });
     tokio::pin!(shutdown);
     loop {
         let stream = tokio::select! {
@@ -54,17 +73,162 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let conn = builder.serve_connection(TokioIo::new(EnvelopeIo::new(stream)), service.clone());
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
+        let activity = Arc::new(Activity::default());
+        let door = FrontDoor { shared: Arc::clone(&shared), activity: Arc::clone(&activity) };
+        let io = EnvelopeIo::new(stream).counting(Arc::clone(&activity));
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(io), door));
+        let task = tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection closed with an error");
             }
         });
+        tokio::spawn(watch(activity, task.abort_handle(), header_timeout));
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// What one connection has done, as its [`watch`] sees it: plain counters, updated by the
+/// connection's own task and read by the watch a few times per deadline.
+#[derive(Default)]
+struct Activity {
+    /// Request heads completed plus answer writes made: moves whenever the connection does.
+    progress: AtomicU64,
+    /// Requests whose answer is being prepared or written (from their complete head to the end
+    /// of their body).
+    busy: AtomicU64,
+}
+
+impl Activity {
+    fn moved(&self) {
+        self.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn busy(self: &Arc<Self>) -> Busy {
+        self.busy.fetch_add(1, Ordering::Relaxed);
+        Busy(Arc::clone(self))
+    }
+}
+
+/// One request being answered (see [`Activity::busy`]), until dropped.
+struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::Relaxed);
+        self.0.moved();
+    }
+}
+
+/// Closes the connection of `task` once nothing moved on it (no head completed, no answer byte
+/// written, no request being answered) for `timeout`; ends with the connection. It wakes four
+/// times per deadline, so a still connection is closed between 1 and 1.25 deadlines after it
+/// last moved.
+async fn watch(activity: Arc<Activity>, task: tokio::task::AbortHandle, timeout: Duration) {
+    let tick = (timeout / 4).max(Duration::from_millis(1));
+    let mut seen = activity.progress.load(Ordering::Relaxed);
+    let mut still = Duration::ZERO;
+    loop {
+        tokio::time::sleep(tick).await;
+        if task.is_finished() {
+            return;
+        }
+        let now = activity.progress.load(Ordering::Relaxed);
+        if now != seen || activity.busy.load(Ordering::Relaxed) > 0 {
+            seen = now;
+            still = Duration::ZERO;
+            continue;
+        }
+        still += tick;
+        if still >= timeout {
+            tracing::debug!(
+                timeout_ms = timeout.as_millis() as u64,
+                "connection closed: no complete request head in time"
+            );
+            task.abort();
+            return;
+        }
+    }
+}
+
+/// What every connection's [`FrontDoor`] shares.
+struct Shared {
+    front: Front,
+    router: TowerToHyperService<Router>,
+}
+
+/// The service of one connection: the dataset-only answers given at once (see `fast`), every
+/// other request handed to the router; both counted in the connection's [`Activity`].
+struct FrontDoor {
+    shared: Arc<Shared>,
+    activity: Arc<Activity>,
+}
+
+impl hyper::service::Service<Request<Incoming>> for FrontDoor {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Answer;
+
+    fn call(&self, req: Request<Incoming>) -> Answer {
+        self.activity.moved();
+        if let Some(res) = crate::http::plumbing::fast::exchange(&self.shared.front, &req) {
+            return Answer::Ready(Some(res));
+        }
+        let busy = self.activity.busy();
+        let routed = self.shared.router.call(req);
+        Answer::Routed(Box::pin(async move {
+            let res = match routed.await {
+                Ok(res) => res,
+                Err(never) => match never {},
+            };
+            Ok(res.map(|inner| Body::new(Tracked { inner, _busy: busy })))
+        }))
+    }
+}
+
+/// The answer of a [`FrontDoor`]: ready at once, or the router's.
+enum Answer {
+    Ready(Option<Response>),
+    Routed(Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>),
+}
+
+impl Future for Answer {
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            // Polled once: hyper never polls a completed future again.
+            Answer::Ready(res) => res.take().map_or(Poll::Pending, |res| Poll::Ready(Ok(res))),
+            Answer::Routed(fut) => fut.as_mut().poll(cx),
+        }
+    }
+}
+
+/// A routed answer's body, its request counted as busy until the body is written or dropped.
+struct Tracked {
+    inner: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Tracked {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// A failed accept: per-connection errors are skipped; others (e.g. out of file descriptors)
@@ -132,11 +296,25 @@ pub struct EnvelopeIo {
     replacing: Option<(Vec<u8>, usize, usize)>,
     /// Whether an answer was replaced (the connection then lingers when closed).
     replaced: bool,
+    /// The connection's activity, moved by every write (see [`watch`]).
+    activity: Option<Arc<Activity>>,
 }
 
 impl EnvelopeIo {
     pub fn new(inner: TcpStream) -> EnvelopeIo {
-        EnvelopeIo { inner: Some(inner), replacing: None, replaced: false }
+        EnvelopeIo { inner: Some(inner), replacing: None, replaced: false, activity: None }
+    }
+
+    /// Counts every write in `activity`.
+    fn counting(mut self, activity: Arc<Activity>) -> EnvelopeIo {
+        self.activity = Some(activity);
+        self
+    }
+
+    fn wrote(&self, written: &Poll<io::Result<usize>>) {
+        if let (Some(activity), Poll::Ready(Ok(1..))) = (&self.activity, written) {
+            activity.moved();
+        }
     }
 
     fn io(&mut self) -> Pin<&mut TcpStream> {
@@ -203,7 +381,11 @@ impl AsyncWrite for EnvelopeIo {
                     self.replacing = Some((envelope_answer(status), 0, buf.len()));
                     self.replaced = true;
                 }
-                None => return self.io().poll_write(cx, buf),
+                None => {
+                    let written = self.io().poll_write(cx, buf);
+                    self.wrote(&written);
+                    return written;
+                }
             }
         }
         self.poll_replacement(cx)
@@ -226,7 +408,11 @@ impl AsyncWrite for EnvelopeIo {
                     self.replacing = Some((envelope_answer(status), 0, total));
                     self.replaced = true;
                 }
-                None => return self.io().poll_write_vectored(cx, bufs),
+                None => {
+                    let written = self.io().poll_write_vectored(cx, bufs);
+                    self.wrote(&written);
+                    return written;
+                }
             }
         }
         self.poll_replacement(cx)
