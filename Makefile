@@ -25,7 +25,7 @@ help:
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
-	@echo "make sql-test  analysts' SQL over HTTP compared with DuckDB on the same export"
+	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
 	@echo "make pg-test   the PostgreSQL front door with psycopg and psql, compared with DuckDB"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
@@ -135,11 +135,6 @@ report-test: build
 # $(FORMATS_VENV)/) and compared with the JSON answer. Exits non-zero on any mismatch.
 FORMATS_VENV := .venv-formats
 
-# Analysts' SQL (POST /sql) against DuckDB in-process on the same export (tests/sql/, in the
-# formats venv: DuckDB and Polars).
-sql-test: build $(FORMATS_VENV)/.installed
-	$(FORMATS_VENV)/bin/python tests/sql/against_duckdb.py --binary $(BIN)
-
 # The PostgreSQL front door with psycopg and psql (tests/pg/): psql from the Debian package
 # postgresql-client when missing, psycopg and DuckDB in .venv-pg/.
 PG_VENV := .venv-pg
@@ -147,6 +142,16 @@ PG_VENV := .venv-pg
 pg-test: build $(PG_VENV)/.installed
 	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
 	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
+
+# Analysts' SQL (POST /sql) against a real PostgreSQL server on the same export
+# (tests/sql/against_postgres.py): the server from the Debian package postgresql (installed when
+# missing), a throwaway cluster the test starts and stops (tests/sql/pgserver.py), psycopg and
+# pyarrow in .venv-pg/. Prints a summary, also written to target/sql-test/summary.md.
+POSTGRESQL_INSTALL = command -v /usr/lib/postgresql/*/bin/initdb >/dev/null || apt-get install -y postgresql || (apt-get update && apt-get install -y postgresql)
+
+sql-test: build $(PG_VENV)/.installed
+	$(POSTGRESQL_INSTALL)
+	$(PG_VENV)/bin/python tests/sql/against_postgres.py --binary $(BIN)
 
 $(PG_VENV)/.installed: tests/pg/requirements.txt
 	test -x $(PG_VENV)/bin/python || $(PYTHON) -m venv $(PG_VENV)

@@ -151,16 +151,18 @@ pub struct ServeArgs {
     /// free port (printed as `postgres listening on ADDR`).
     #[arg(long, env = "ECO_PG_BIND")]
     pub pg_bind: Option<String>,
-    /// Rows an analyst's SQL query returns at most (`POST /sql`); the rest are cut and
-    /// `meta.truncated` says so.
+    /// Rows an analyst's SQL query returns at most (`POST /sql` and the PostgreSQL door; the
+    /// dialect is PostgreSQL's, run by Apache DataFusion); the rest are cut and `meta.truncated`
+    /// says so.
     #[arg(long, env = "ECO_SQL_MAX_ROWS", default_value_t = crate::engine::sql::DEFAULT_MAX_ROWS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub sql_max_rows: usize,
     /// Time an analyst's SQL query may take, in milliseconds; then it is stopped and answered
     /// 422 QUERY_TOO_EXPENSIVE.
     #[arg(long, env = "ECO_SQL_TIMEOUT_MS", default_value_t = crate::engine::sql::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub sql_timeout_ms: u64,
-    /// Memory budget of one analyst's SQL query (its worker's heap), in MiB; past it the query
-    /// is stopped and answered 422 QUERY_TOO_EXPENSIVE.
+    /// Memory budget of one analyst's SQL query (its worker's heap and DataFusion's memory
+    /// pool; the mapped tables are not counted), in MiB; past it the query is stopped and
+    /// answered 422 QUERY_TOO_EXPENSIVE.
     #[arg(long, env = "ECO_SQL_MEMORY_MB", default_value_t = crate::engine::sql::DEFAULT_MEMORY_MB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
     pub sql_memory_mb: u64,
     /// Analysts' SQL queries running at once; one more is answered 503 with Retry-After.

@@ -85,6 +85,8 @@ pub struct Backend {
 /// A column's PostgreSQL type.
 fn pg_type(dtype: &DataType) -> Type {
     match dtype {
+        DataType::Int8 | DataType::Int16 | DataType::UInt8 => Type::INT2,
+        DataType::Int32 | DataType::UInt16 => Type::INT4,
         d if d.is_integer() => Type::INT8,
         d if d.is_float() || d.is_decimal() => Type::FLOAT8,
         DataType::Boolean => Type::BOOL,
@@ -110,6 +112,8 @@ fn encode(
 ) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
     let cast = |c: &Column| -> PolarsResult<Column> {
         match pg_type(c.dtype()) {
+            Type::INT2 => c.cast(&DataType::Int16),
+            Type::INT4 => c.cast(&DataType::Int32),
             Type::INT8 => c.cast(&DataType::Int64),
             Type::FLOAT8 => c.cast(&DataType::Float64),
             Type::TEXT if !c.dtype().is_string() => c.cast(&DataType::String),
@@ -125,6 +129,8 @@ fn encode(
             let v = c.get(i).unwrap_or(AnyValue::Null);
             match v {
                 AnyValue::Null => encoder.encode_field(&None::<i64>)?,
+                AnyValue::Int16(x) => encoder.encode_field(&x)?,
+                AnyValue::Int32(x) => encoder.encode_field(&x)?,
                 AnyValue::Int64(x) => encoder.encode_field(&x)?,
                 AnyValue::Float64(x) => encoder.encode_field(&x)?,
                 AnyValue::Boolean(x) => encoder.encode_field(&x)?,
@@ -201,7 +207,7 @@ impl Backend {
             .map_err(|e| error("XX000", e.to_string()))?;
         match result.await.map_err(|e| error("XX000", e.to_string()))? {
             Outcome::Rows { frame, .. } => Ok(frame),
-            Outcome::Invalid(m) => Err(error("42703", format!("consulta SQL inválida: {m}"))),
+            Outcome::Invalid(m) => Err(error(sqlstate_of(&m), format!("consulta SQL inválida: {m}"))),
             Outcome::TooExpensive(m) => Err(error("57014", format!("consulta interrompida: {m}"))),
             Outcome::Busy => Err(error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s")),
             Outcome::Preparing(secs) => Err(error(
@@ -219,6 +225,29 @@ impl Backend {
         let schema = Arc::new(fields(frame, format));
         let rows = encode(frame, Arc::clone(&schema))?;
         Ok(Response::Query(QueryResponse::new(schema, stream::iter(rows))))
+    }
+}
+
+/// The SQLSTATE of the engine's reason for refusing a query: an unknown column (42703), a
+/// function or operator that does not exist for those types (42883), a feature not supported
+/// (0A000), a division by zero (22012), a value out of range or a bad cast (22003, 22P02), or
+/// another error in the query (42601).
+fn sqlstate_of(reason: &str) -> &'static str {
+    let r = reason.to_lowercase();
+    if r.contains("no field named") || r.contains("column") && r.contains("not found") {
+        "42703"
+    } else if r.starts_with("not supported") || r.contains("not implemented") || r.contains("unsupported") {
+        "0A000"
+    } else if r.contains("divide by zero") || r.contains("division by zero") {
+        "22012"
+    } else if r.contains("overflow") || r.contains("out of range") {
+        "22003"
+    } else if r.contains("cannot cast") || r.contains("cast error") {
+        "22P02"
+    } else if r.contains("function") || r.contains("does not exist") || r.contains("invalid function") {
+        "42883"
+    } else {
+        "42601"
     }
 }
 

@@ -138,6 +138,15 @@ fn the_sandbox_refuses_all_but_one_read_only_query_and_names_no_path() {
         "SELECT * FROM read_csv('https://example.com/data.csv')",
         "SELECT * FROM read_ipc('/root/x.arrow')",
         "SELECT * FROM read_json('/root/x.json')",
+        "COPY (SELECT * FROM catalog) TO '/tmp/out.parquet' STORED AS PARQUET",
+        "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+        "SET datafusion.execution.target_partitions = 1",
+        "SELECT * FROM generate_series(1, 3)",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM 'file:///etc/hosts'",
+        "SELECT * FROM information_schema.tables",
+        "EXPLAIN SELECT * FROM catalog",
+        "PREPARE p AS SELECT 1",
         "SELECT * FROM secrets",
         "SELECT nope FROM catalog",
         "SELEC marca FROM catalog",
@@ -161,6 +170,87 @@ fn the_sandbox_refuses_all_but_one_read_only_query_and_names_no_path() {
     assert_error(app.post_json("/sql", r#"{"sql": "SELECT 1", "x": 1}"#), 400, "VALIDATION_ERROR");
     assert_error(app.get("/sql"), 400, "VALIDATION_ERROR");
     assert_eq!(app.raw("GET", "/sql?sql=SELECT%201").send().status, 401, "credentials as everywhere");
+}
+
+/// PostgreSQL's semantics where engines differ (API-CONTRACT §7, SQL dialect), the expected
+/// values computed here from the fixture rows: integer division, a cast of a fraction to an
+/// integer rounding (half to even for a double, half away from zero for the average of
+/// integers), nulls first in a descending order, byte-wise text order, output column names.
+#[test]
+fn queries_are_answered_as_postgresql_answers_them() {
+    let rows = fixture();
+    let app = TestApp::with_rows(&rows);
+    // Integer division and the names PostgreSQL gives unnamed columns.
+    let (status, body) =
+        post(&app, "SELECT ano / 5, count(*), min(ano) % 4, avg(ano) FROM catalog GROUP BY ano / 5 ORDER BY 1");
+    assert_eq!(status, 200, "{body}");
+    let names: Vec<&str> =
+        body["data"]["meta"]["columns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["?column?", "count", "?column?_2", "avg"]);
+    let mut groups: BTreeMap<i32, Vec<i32>> = BTreeMap::new();
+    for r in &rows {
+        groups.entry(r.ano / 5).or_default().push(r.ano);
+    }
+    let got = rows_of(&body);
+    assert_eq!(got.len(), groups.len());
+    for (g, (q, years)) in got.iter().zip(&groups) {
+        assert_eq!(g["?column?"], *q);
+        assert_eq!(g["count"], years.len());
+        assert_eq!(g["?column?_2"], years.iter().min().unwrap() % 4);
+        let mean = years.iter().map(|&y| y as f64).sum::<f64>() / years.len() as f64;
+        assert!((g["avg"].as_f64().unwrap() - mean).abs() < 1e-9, "{g}");
+    }
+    // Casts of fractions round: 2.5 -> 2 and 3.5 -> 4 as doubles (half to even), the average of
+    // 2015 and 2016 -> 2016 as a numeric (half away from zero); -2.5 -> -2.
+    let (status, body) = post(
+        &app,
+        "SELECT CAST(2.5::float8 AS INTEGER) AS a, 3.5::float8::int AS b, (-2.5)::float8::int AS c, \
+         CAST(2.7 AS INTEGER) AS d, (SELECT CAST(avg(x) AS INTEGER) FROM (VALUES (2015), (2016)) t(x)) AS e, \
+         round(2.675::float8, 2) AS f, round(2.5::float8) AS g, 7 / 2 AS h, -7 / 2 AS i, 7.0 / 2 AS j",
+    );
+    assert_eq!(status, 200, "{body}");
+    let r = &rows_of(&body)[0];
+    assert_eq!(
+        (r["a"].as_i64(), r["b"].as_i64(), r["c"].as_i64(), r["d"].as_i64()),
+        (Some(2), Some(4), Some(-2), Some(3))
+    );
+    assert_eq!(r["e"].as_i64(), Some(2016), "{r}");
+    assert_eq!((r["f"].as_f64(), r["g"].as_f64()), (Some(2.68), Some(2.0)), "{r}");
+    assert_eq!((r["h"].as_i64(), r["i"].as_i64(), r["j"].as_f64()), (Some(3), Some(-3), Some(3.5)), "{r}");
+    // A descending order puts nulls first, an ascending one last, unless told.
+    let (_, body) = post(&app, "SELECT id, co2_fossil_g_km AS co2 FROM catalog ORDER BY co2 DESC, id");
+    let got = rows_of(&body);
+    let nulls = rows.iter().filter(|r| r.co2_fossil_g_km.is_none()).count();
+    assert!(nulls > 0);
+    assert!(got[..nulls].iter().all(|g| g["co2"].is_null()), "nulls first descending");
+    assert!(got[nulls..].windows(2).all(|w| w[0]["co2"].as_f64() >= w[1]["co2"].as_f64()));
+    let (_, body) = post(&app, "SELECT co2_fossil_g_km AS co2 FROM catalog ORDER BY co2");
+    assert!(rows_of(&body)[rows.len() - nulls..].iter().all(|g| g["co2"].is_null()), "nulls last ascending");
+    // Text compares byte-wise: 'Z' < 'a' < 'É'.
+    let (_, body) = post(&app, "SELECT x FROM (VALUES ('a'), ('É'), ('Z'), ('e')) t(x) ORDER BY x");
+    let got: Vec<&str> = rows_of(&body).iter().map(|r| r["x"].as_str().unwrap()).collect::<Vec<_>>();
+    assert_eq!(got, ["Z", "a", "e", "É"]);
+    // Ordered-set aggregates and a window frame.
+    let (status, body) = post(
+        &app,
+        "SELECT mode() WITHIN GROUP (ORDER BY marca) AS m, percentile_disc(0.5) WITHIN GROUP (ORDER BY ano) AS p, \
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY ano) AS c FROM catalog",
+    );
+    assert_eq!(status, 200, "{body}");
+    let mut years: Vec<i32> = rows.iter().map(|r| r.ano).collect();
+    years.sort();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &rows {
+        *counts.entry(r.marca.as_str()).or_default() += 1;
+    }
+    let most = counts.values().max().unwrap();
+    let mode = counts.iter().find(|(_, n)| *n == most).unwrap().0;
+    let n = years.len();
+    let median = (years[(n - 1) / 2] as f64 + years[n / 2] as f64) / 2.0;
+    let r = &rows_of(&body)[0];
+    assert_eq!(r["m"], *mode);
+    assert_eq!(r["p"], years[(n as f64 * 0.5).ceil() as usize - 1]);
+    assert_eq!(r["c"].as_f64(), Some(median));
 }
 
 /// A service with tight SQL limits.

@@ -140,9 +140,41 @@ fn sync_dir(dir: &Path) {
     }
 }
 
+/// The process id in the name of a temporary file ([`temporary`]).
+fn temporary_owner(name: &str) -> Option<u32> {
+    if !name.starts_with('.') || !name.ends_with(".tmp") {
+        return None;
+    }
+    name.rsplit('.').nth(1).and_then(|pid| pid.parse::<u32>().ok())
+}
+
+/// Whether `name` is a temporary file of another process that is gone: a write cut short by a
+/// stop or a crash, never to be completed.
+fn orphaned(name: &str) -> bool {
+    temporary_owner(name).is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists())
+}
+
 impl StateDir {
+    /// The state folder at `dir`; the temporary files that stopped processes left in it are
+    /// removed.
     pub fn new(dir: impl Into<PathBuf>) -> StateDir {
-        StateDir { dir: dir.into() }
+        let state = StateDir { dir: dir.into() };
+        state.remove_orphans();
+        state
+    }
+
+    /// Removes the temporary files of processes that are gone, and those named with this
+    /// process's id (a stopped process whose id this one reuses, as in a container; nothing is
+    /// being written yet when the folder is opened).
+    fn remove_orphans(&self) {
+        if let Ok(entries) = std::fs::read_dir(&self.dir) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if orphaned(&name) || temporary_owner(&name) == Some(std::process::id()) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -209,14 +241,8 @@ impl StateDir {
                     && (name.ends_with(".arrow") || name.ends_with(".sums.json"))
                     && name != keep
                     && name != keep_sums;
-                // A table being written by a process that is gone (stopped during the write).
-                let leftover = name.starts_with(".table-")
-                    && name.ends_with(".tmp")
-                    && name
-                        .rsplit('.')
-                        .nth(1)
-                        .and_then(|pid| pid.parse::<u32>().ok())
-                        .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+                // A file being written by a process that is gone (stopped during the write).
+                let leftover = orphaned(&name);
                 if other_table || leftover {
                     let _ = std::fs::remove_file(entry.path());
                 }
@@ -393,6 +419,27 @@ mod tests {
             ("01.sql".to_string(), "CREATE TABLE vw_eco_score AS SELECT * FROM catalog".to_string()),
         ];
         Views::from_sources(&sources, &CostConfig::default()).unwrap()
+    }
+
+    #[test]
+    fn temporary_files_of_stopped_processes_are_removed_when_the_folder_opens() {
+        let dir = std::env::temp_dir().join(format!("eco-state-orphans-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A process id that is not running (pid_max is at most 2^22), this process's own id (a
+        // stopped process whose id it reuses), a live process's file and kept files.
+        let gone = ".table-abc.arrow.4194999.tmp".to_string();
+        let own = format!(".table-abc.arrow.{}.tmp", std::process::id());
+        let live = ".export-x.parquet.1.tmp".to_string();
+        for name in [&gone, &own, &live, &"table-abc.arrow".to_string(), &"manifest.json".to_string()] {
+            std::fs::write(dir.join(name), b"").unwrap();
+        }
+        let _state = StateDir::new(&dir);
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        left.sort();
+        assert_eq!(left, vec![live, "manifest.json".to_string(), "table-abc.arrow".to_string()]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -1,13 +1,19 @@
 //! Analysts' own questions in SQL (API-CONTRACT §7), shared by every front door.
 //!
-//! A statement is first checked in process ([`sandbox`]): one read-only query over the offered
-//! tables, allow-listed functions only. It then runs in a worker process of its own
-//! ([`worker`]): the same binary, started per query with a memory budget (`RLIMIT_DATA`), a lower
-//! CPU priority and a bounded number of Polars threads, reading the dataset's `catalog` table
-//! from an Arrow IPC file written once per dataset version. The service waits at most the time
-//! limit and kills the worker past it, so a query that runs away gives its CPU and memory back at
-//! once and the process serving everyone else never holds its state.
+//! The dialect is PostgreSQL's and the engine Apache DataFusion. A statement is first checked in
+//! process ([`sandbox`]): one read-only query over the offered tables, allow-listed functions
+//! only, its unnamed columns given PostgreSQL's names ([`names`]). It then runs in a worker
+//! process ([`worker`]): the same binary, kept warm between queries, with a memory budget
+//! (`RLIMIT_DATA` and DataFusion's memory pool), the idle CPU priority and a bounded number of
+//! threads, over the dataset version's tables (`catalog` and every view, computed by Polars and
+//! written once per version as Arrow IPC files that the worker maps: [`engine`]), with
+//! PostgreSQL's semantics where DataFusion's differ ([`postgres`]). The service waits at most the
+//! time limit and kills the worker past it, so a query that runs away gives its CPU and memory
+//! back at once and the process serving everyone else never holds its state.
 
+pub mod engine;
+pub mod names;
+pub mod postgres;
 pub mod sandbox;
 pub mod worker;
 

@@ -1,15 +1,15 @@
 //! The analyst's SQL, checked before anything runs (API-CONTRACT §7): exactly one read-only
-//! statement (a query: SELECT, WITH, UNION…) whose relations are the tables the service offers
-//! (`catalog` and the views `queries/` creates) or the query's own CTEs, and whose functions are
-//! on an allow-list. Polars SQL has table functions that read files and URLs (`read_parquet`,
-//! `read_csv`, …) and will have more: everything not listed here is refused, so a function a
-//! later Polars adds is refused until someone lists it.
+//! statement (a query: SELECT, WITH, UNION…) in PostgreSQL's dialect whose relations are the
+//! tables the service offers (`catalog` and the views `queries/` creates) or the query's own
+//! CTEs, and whose functions are on an allow-list. DataFusion has table functions, `COPY`,
+//! `CREATE EXTERNAL TABLE` and URL-backed tables, and will have more: everything not listed here
+//! is refused, so a function a later DataFusion adds is refused until someone lists it.
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, ObjectName, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
-use sqlparser::dialect::GenericDialect;
+use sqlparser::ast::{Expr, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
+use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 /// Why a statement is refused.
@@ -32,7 +32,8 @@ impl std::fmt::Display for Refused {
 }
 
 /// Scalar, aggregate and window functions an analyst's query may call: pure computations over
-/// the values of the offered tables. Nothing that reads, writes, sleeps or names a file.
+/// the values of the offered tables, as PostgreSQL names them. Nothing that reads, writes, sleeps
+/// or names a file.
 pub const FUNCTIONS: &[&str] = &[
     // aggregates
     "avg",
@@ -40,36 +41,48 @@ pub const FUNCTIONS: &[&str] = &[
     "max",
     "min",
     "sum",
-    "median",
     "stddev",
     "stddev_samp",
     "stddev_pop",
     "variance",
     "var_samp",
     "var_pop",
-    "first",
-    "last",
-    "first_value",
-    "last_value",
-    "quantile_cont",
-    "quantile_disc",
     "corr",
-    "covar",
     "covar_samp",
     "covar_pop",
+    "regr_slope",
+    "regr_intercept",
+    "regr_count",
+    "regr_r2",
+    "regr_avgx",
+    "regr_avgy",
+    "regr_sxx",
+    "regr_syy",
+    "regr_sxy",
     "string_agg",
     "array_agg",
     "bool_and",
     "bool_or",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "percentile_cont",
+    "percentile_disc",
+    "mode",
+    "median",
+    "grouping",
     // window
     "row_number",
     "rank",
     "dense_rank",
     "percent_rank",
+    "cume_dist",
+    "ntile",
     "lag",
     "lead",
-    "ntile",
-    "cume_dist",
+    "first_value",
+    "last_value",
+    "nth_value",
     // numbers
     "abs",
     "ceil",
@@ -77,7 +90,6 @@ pub const FUNCTIONS: &[&str] = &[
     "floor",
     "round",
     "trunc",
-    "truncate",
     "sqrt",
     "cbrt",
     "power",
@@ -85,11 +97,13 @@ pub const FUNCTIONS: &[&str] = &[
     "exp",
     "ln",
     "log",
-    "log2",
     "log10",
-    "log1p",
     "sign",
     "mod",
+    "div",
+    "gcd",
+    "lcm",
+    "factorial",
     "pi",
     "degrees",
     "radians",
@@ -100,16 +114,22 @@ pub const FUNCTIONS: &[&str] = &[
     "acos",
     "atan",
     "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "cot",
     "greatest",
     "least",
-    "div",
+    "random",
+    "isnan",
+    "nanvl",
+    "iszero",
     // conditionals
     "coalesce",
     "nullif",
-    "ifnull",
-    "nvl",
-    "if",
-    "iif",
     // text
     "lower",
     "upper",
@@ -134,29 +154,41 @@ pub const FUNCTIONS: &[&str] = &[
     "starts_with",
     "ends_with",
     "strpos",
+    "position",
     "reverse",
     "initcap",
     "split_part",
     "regexp_like",
     "regexp_replace",
-    "regexp_substr",
-    "position",
+    "regexp_match",
+    "regexp_count",
     "repeat",
-    "strftime",
-    "strptime",
-    "to_char",
+    "translate",
+    "ascii",
+    "chr",
+    "to_hex",
+    "overlay",
+    "string_to_array",
     // dates
-    "date",
     "date_part",
     "date_trunc",
+    "date_bin",
     "extract",
-    "year",
-    "month",
-    "day",
     "now",
     "current_date",
-    // round to the service's published rule (registered by the service)
-    "round_published",
+    "current_time",
+    "make_date",
+    "to_char",
+    "to_date",
+    "to_timestamp",
+    // arrays
+    "array_to_string",
+    "array_length",
+    "cardinality",
+    "array_position",
+    "array_remove",
+    "array_distinct",
+    "array_sort",
 ];
 
 /// The one statement of a request, checked: its text is what runs.
@@ -167,8 +199,17 @@ pub struct Checked {
     pub tables: Vec<String>,
 }
 
+/// A name as PostgreSQL folds it: each part in lower case unless quoted.
 fn name_of(name: &ObjectName) -> String {
-    name.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(".").to_lowercase()
+    name.0
+        .iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) if i.quote_style.is_some() => i.value.clone(),
+            ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
+            other => other.to_string().to_lowercase(),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// Collects the query's CTE names.
@@ -207,7 +248,13 @@ impl Visitor for Check<'_> {
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<Refused> {
         match factor {
             TableFactor::Table { name, args: None, .. } => {
-                let table = name_of(name);
+                let full = name_of(name);
+                // `catalog`, `public.catalog` and `eco.public.catalog` are one table.
+                let table = full
+                    .strip_prefix("eco.public.")
+                    .or_else(|| full.strip_prefix("public."))
+                    .unwrap_or(&full)
+                    .to_string();
                 if self.ctes.contains(&table) {
                     return ControlFlow::Continue(());
                 }
@@ -225,6 +272,7 @@ impl Visitor for Check<'_> {
             TableFactor::Table { name, .. } | TableFactor::Function { name, .. } => {
                 ControlFlow::Break(Refused::Forbidden(format!("table function '{}' is not allowed", name_of(name))))
             }
+            // Subqueries in FROM, LATERAL ones included, and parenthesised joins.
             TableFactor::Derived { .. } | TableFactor::NestedJoin { .. } => ControlFlow::Continue(()),
             _ => ControlFlow::Break(Refused::Forbidden("this kind of FROM item is not allowed".into())),
         }
@@ -242,9 +290,11 @@ impl Visitor for Check<'_> {
     }
 }
 
-/// Parses `sql` and checks it against the sandbox; `offered` are the table names (lower case).
+/// Parses `sql` in PostgreSQL's dialect and checks it against the sandbox; `offered` are the
+/// table names (lower case). The checked text has every unnamed output column named as
+/// PostgreSQL names it ([`super::names`]).
 pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
-    let statements = Parser::parse_sql(&GenericDialect {}, sql).map_err(|e| Refused::Syntax(e.to_string()))?;
+    let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| Refused::Syntax(e.to_string()))?;
     let statement = match statements.as_slice() {
         [one] => one,
         [] => return Err(Refused::Syntax("no statement".into())),
@@ -264,7 +314,10 @@ pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
     if let ControlFlow::Break(refused) = statement.visit(&mut checker) {
         return Err(refused);
     }
-    Ok(Checked { sql: statement.to_string(), tables: checker.tables })
+    let tables = checker.tables;
+    let mut statement = statements.remove(0);
+    super::names::name_outputs(&mut statement);
+    Ok(Checked { sql: statement.to_string(), tables })
 }
 
 #[cfg(test)]
@@ -286,7 +339,9 @@ mod tests {
             "WITH b AS (SELECT marca, MAX(eco_score) AS m FROM vw_eco_score GROUP BY marca) SELECT * FROM b ORDER BY m",
             "SELECT c.id, e.eco_score FROM catalog c JOIN vw_eco_score e ON c.id = e.id",
             "SELECT marca FROM catalog UNION SELECT marca FROM vw_metrics",
-            "SELECT DISTINCT CASE WHEN ano > 2020 THEN 'novo' ELSE 'antigo' END, CAST(ano AS DOUBLE) FROM catalog",
+            "SELECT DISTINCT CASE WHEN ano > 2020 THEN 'novo' ELSE 'antigo' END, CAST(ano AS DOUBLE PRECISION) FROM catalog",
+            "SELECT c.marca, t.n FROM catalog c, LATERAL (SELECT count(*) AS n FROM catalog d WHERE d.marca = c.marca) t",
+            "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY ano), mode() WITHIN GROUP (ORDER BY marca) FROM catalog",
             "SELECT * FROM (SELECT ano FROM catalog) t WHERE ano IN (SELECT ano FROM catalog WHERE marca = 'Fiat')",
         ] {
             assert!(check(sql, &offered()).is_ok(), "{sql}: {:?}", check(sql, &offered()));
@@ -305,6 +360,10 @@ mod tests {
             "SELECT 1; SELECT 2",
             "EXPLAIN SELECT * FROM catalog",
             "SHOW TABLES",
+            "COPY (SELECT 1) TO '/tmp/x.csv'",
+            "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+            "SET datafusion.execution.target_partitions = 1",
+            "SET search_path = public",
         ] {
             assert!(matches!(refused(sql), Refused::Forbidden(_)), "{sql}: {:?}", refused(sql));
         }
@@ -315,12 +374,29 @@ mod tests {
             "SELECT * FROM catalog, LATERAL generate_series(1, 10)",
             "SELECT pg_sleep(10) FROM catalog",
             "SELECT * FROM TABLE(read_ipc('x'))",
+            "SELECT * FROM generate_series(1, 10)",
+            "SELECT * FROM range(1, 10)",
+            "SELECT * FROM catalog, unnest(ARRAY[1, 2])",
+            "SELECT * FROM 'file:///etc/passwd'",
         ] {
             let r = refused(sql);
             assert!(matches!(r, Refused::Forbidden(_)), "{sql}: {r:?}");
             assert!(!r.to_string().contains("/etc"), "{r}");
         }
         assert!(matches!(refused("SELECT * FROM secrets"), Refused::UnknownTable(m) if m.contains("'secrets'")));
+        for sql in [
+            "SELECT * FROM \"/etc/passwd\"",
+            "SELECT * FROM datafusion.public.catalog",
+            "SELECT * FROM other.catalog",
+            "SELECT * FROM information_schema.tables",
+        ] {
+            assert!(matches!(refused(sql), Refused::UnknownTable(_)), "{sql}: {:?}", refused(sql));
+        }
+        // The tables live in schema `public` of database `eco`.
+        for sql in ["SELECT 1 FROM public.catalog", "SELECT 1 FROM eco.public.vw_metrics", "SELECT 1 FROM \"catalog\""]
+        {
+            assert!(check(sql, &offered()).is_ok(), "{sql}");
+        }
         assert!(matches!(refused("SELEC * FROM catalog"), Refused::Syntax(_)));
         assert!(matches!(refused(""), Refused::Syntax(_)));
     }

@@ -1,7 +1,7 @@
-//! One analyst query in a process of its own: the worker's side (`eco-insights sql-worker`,
-//! reading its request on standard input and writing the rows as an Arrow IPC stream on standard
-//! output) and the service's side ([`Runner`]), which starts it within the limits, waits at most
-//! the time limit and kills it past that.
+//! Analysts' queries in processes of their own: the worker's side (`eco-insights sql-worker`,
+//! answering framed requests on standard input with Arrow IPC streams on standard output, see
+//! [`serve_worker`]) and the service's side ([`Runner`]), which writes a dataset version's tables
+//! once, keeps warm workers, waits at most the time limit and kills a worker past it.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -13,25 +13,31 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
+use super::engine::{Engine, Failure};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
-use crate::engine::dataset::views::{CostConfig, Views};
+use crate::engine::dataset::views::Views;
 
-/// The worker's exit status when the query itself failed (its reason on standard error).
-const QUERY_FAILED: i32 = 3;
+/// A worker's answer: the rows (an Arrow IPC stream).
+const ROWS: u8 = 0;
+/// A worker's answer: the query is wrong or unsupported (the reason follows).
+const QUERY_FAILED: u8 = 3;
+/// A worker's answer: the query outgrew the memory budget.
+const OUT_OF_MEMORY: u8 = 4;
 
 /// What the service sends a worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
-    /// The dataset's `catalog` table (Arrow IPC file).
-    pub catalog: PathBuf,
-    /// The views' files it was served with, and its cost configuration.
-    pub sources: Vec<(String, String)>,
-    pub cost: CostConfig,
+    /// The dataset version's folder of tables (`NAME.arrow`, Arrow IPC files).
+    pub tables_dir: PathBuf,
+    /// The table names, `catalog` first.
+    pub tables: Vec<String>,
     /// The checked statement.
     pub sql: String,
     pub max_rows: usize,
+    /// The worker's memory budget, in bytes (its process limit and DataFusion's pool).
+    pub memory_bytes: u64,
 }
 
 /// How one query ended.
@@ -45,8 +51,8 @@ pub enum Outcome {
     TooExpensive(String),
     /// Every worker slot is taken.
     Busy,
-    /// The dataset version's catalog file is still being written (a large dataset's first
-    /// query): retry after about this many seconds.
+    /// The dataset version's tables are still being written (a large dataset's first query):
+    /// retry after about this many seconds.
     Preparing(u64),
     /// The worker could not run (the reason is logged).
     Failed(String),
@@ -69,60 +75,15 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
     names
 }
 
-/// The worker: reads a [`Request`] on standard input, runs it, writes the rows on standard
-/// output. Exits 0, or [`QUERY_FAILED`] with the reason on standard error.
+/// The worker (`eco-insights sql-worker`): reads requests framed as a little-endian u32 length
+/// and the JSON, answers each with a status byte ([`ROWS`], [`QUERY_FAILED`], [`OUT_OF_MEMORY`]),
+/// a little-endian u64 length and the Arrow IPC stream or the reason. It keeps the last version's
+/// tables mapped for the next queries on it. Ends when its input ends.
 pub fn run_worker() -> i32 {
-    if std::env::var_os(SERVE_ENV).is_some() {
-        return serve_worker();
-    }
-    let mut input = String::new();
-    if std::io::stdin().read_to_string(&mut input).is_err() {
-        eprintln!("cannot read the request");
-        return 2;
-    }
-    let request: Request = match serde_json::from_str(&input) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("bad request: {e}");
-            return 2;
-        }
-    };
-    match run_query(&request) {
-        Ok(mut frame) => {
-            let mut out = std::io::stdout().lock();
-            match IpcStreamWriter::new(&mut out).finish(&mut frame) {
-                Ok(()) => {
-                    let _ = out.flush();
-                    0
-                }
-                Err(e) => {
-                    eprintln!("{e}");
-                    QUERY_FAILED
-                }
-            }
-        }
-        Err(e) => {
-            eprintln!("{e}");
-            QUERY_FAILED
-        }
-    }
-}
-
-/// Set in a worker's environment: it stays up and answers one framed request after another
-/// (see [`serve_worker`]) instead of one request to its end of input.
-const SERVE_ENV: &str = "ECO_SQL_WORKER_SERVE";
-
-/// A warm worker: reads requests framed as a little-endian u32 length and the JSON, answers each
-/// with a status byte (0: rows, 3: the query failed), a little-endian u64 length and the Arrow IPC
-/// stream or the reason. It loads a catalog file once and keeps it in memory for the next
-/// queries on it. Ends when its input ends.
-fn serve_worker() -> i32 {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
-    // The catalog file loaded last: its text columns as text, and the same frame with the
-    // low-cardinality text columns dictionary-encoded (group by and joins on codes are about
-    // twice as fast).
-    let mut loaded: Option<(PathBuf, DataFrame, DataFrame)> = None;
+    let mut engine: Option<Engine> = None;
     loop {
         let mut len = [0u8; 4];
         if input.read_exact(&mut len).is_err() {
@@ -133,27 +94,20 @@ fn serve_worker() -> i32 {
             return 2;
         }
         let answer = serde_json::from_slice::<Request>(&buf)
-            .map_err(|e| polars_err!(ComputeError: "bad request: {e}"))
+            .map_err(|e| Failure::Invalid(format!("bad request: {e}")))
             .and_then(|request| {
-                if loaded.as_ref().is_none_or(|(p, _, _)| *p != request.catalog) {
-                    loaded = None;
-                    let file = std::fs::File::open(&request.catalog)?;
-                    let text = IpcReader::new(file).finish()?;
-                    let coded = dictionary_encoded(&text)?;
-                    loaded = Some((request.catalog.clone(), text, coded));
+                if engine.is_none() {
+                    engine = Some(Engine::new(threads, request.memory_bytes as usize).map_err(Failure::Invalid)?);
                 }
-                let (text, coded) = match &loaded {
-                    Some((_, text, coded)) => (text.clone(), coded.clone()),
-                    None => Default::default(),
-                };
-                let mut frame = query_over(&request, coded.lazy()).or_else(|_| query_over(&request, text.lazy()))?;
-                let mut bytes = Vec::new();
-                IpcStreamWriter::new(&mut bytes).finish(&mut frame)?;
-                Ok(bytes)
+                match engine.as_mut() {
+                    Some(engine) => engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows),
+                    None => Err(Failure::Invalid("no engine".into())),
+                }
             });
         let (status, payload) = match answer {
-            Ok(bytes) => (0u8, bytes),
-            Err(e) => (QUERY_FAILED as u8, e.to_string().into_bytes()),
+            Ok(bytes) => (ROWS, bytes),
+            Err(Failure::Invalid(reason)) => (QUERY_FAILED, reason.into_bytes()),
+            Err(Failure::Memory) => (OUT_OF_MEMORY, Vec::new()),
         };
         let written = output
             .write_all(&[status])
@@ -164,62 +118,6 @@ fn serve_worker() -> i32 {
             return 2;
         }
     }
-}
-
-fn run_query(request: &Request) -> PolarsResult<DataFrame> {
-    // A lazy scan: only the columns the query (and the views it reads) use are read.
-    let path = PlRefPath::try_from_path(&request.catalog)?;
-    let catalog = LazyFrame::scan_ipc(path, IpcScanOptions::default(), UnifiedScanArgs::default())?;
-    query_over(request, catalog)
-}
-
-/// Runs the views and the request's statement over `catalog`; dictionary-encoded columns of the
-/// answer are text again.
-fn query_over(request: &Request, catalog: LazyFrame) -> PolarsResult<DataFrame> {
-    let views = Views::from_sources(&request.sources, &request.cost).map_err(|e| polars_err!(ComputeError: "{e}"))?;
-    let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
-    ctx.register("catalog", catalog);
-    for (_, stmt) in &views.statements {
-        let _ = ctx.execute(stmt)?;
-    }
-    let frame = ctx.execute(&request.sql)?.limit(request.max_rows as IdxSize + 1).collect()?;
-    as_text(frame)
-}
-
-/// `frame` with its dictionary-encoded text columns as text.
-fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
-    if !frame.columns().iter().any(|c| matches!(c.dtype(), DataType::Categorical(_, _))) {
-        return Ok(frame);
-    }
-    let columns = frame
-        .columns()
-        .iter()
-        .map(|c| match c.dtype() {
-            DataType::Categorical(_, _) => c.cast(&DataType::String),
-            _ => Ok(c.clone()),
-        })
-        .collect::<PolarsResult<Vec<_>>>()?;
-    DataFrame::new_infer_height(columns)
-}
-
-/// The catalog with its [`DICTIONARY_ENCODED`] columns dictionary-encoded, all with one mapping
-/// (so two of them compare). A query runs on it first: its answers are those of the text
-/// columns (comparisons, ordering, joins and grouping read the values), and a query it cannot
-/// plan (a text function such as LOWER or LIKE on such a column) runs again on the text.
-fn dictionary_encoded(text: &DataFrame) -> PolarsResult<DataFrame> {
-    let dtype = crate::engine::dataset::schema::dictionary_dtype();
-    let columns = text
-        .columns()
-        .iter()
-        .map(|c| {
-            if DICTIONARY_ENCODED.contains(&c.name().as_str()) && c.dtype() == &DataType::String {
-                c.cast(&dtype)
-            } else {
-                Ok(c.clone())
-            }
-        })
-        .collect::<PolarsResult<Vec<_>>>()?;
-    DataFrame::new_infer_height(columns)
 }
 
 /// The `catalog` table of a snapshot as analysts' SQL sees it: the validated export as loaded
@@ -239,23 +137,78 @@ pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
-/// Writes the `catalog` table of `snapshot` to `path` in `dir` (through a temporary file) and
-/// removes the other versions' files.
-fn write_catalog(dir: &Path, snapshot: &Snapshot, path: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut frame = catalog_frame(snapshot).map_err(|e| e.to_string())?;
-    let tmp = dir.join(format!(".catalog-{}.tmp", snapshot.info.version));
-    let written = std::fs::File::create(&tmp)
-        .map_err(|e| e.to_string())
-        .and_then(|f| IpcWriter::new(f).finish(&mut frame).map_err(|e| e.to_string()))
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(format!("cannot write the catalog file: {e}"));
+/// `frame` with its dictionary-encoded text columns as text.
+fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
+    let columns = frame
+        .columns()
+        .iter()
+        .map(|c| match c.dtype() {
+            DataType::Categorical(_, _) | DataType::Enum(_, _) => c.cast(&DataType::String),
+            _ => Ok(c.clone()),
+        })
+        .collect::<PolarsResult<Vec<_>>>()?;
+    DataFrame::new_infer_height(columns)
+}
+
+/// Writes `frame` to `path` as an uncompressed Arrow IPC file.
+fn write_ipc(path: &Path, frame: &mut DataFrame) -> Result<(), String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("cannot create a table file: {e}"))?;
+    let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
+    IpcWriter::new(&mut writer).finish(frame).map_err(|e| format!("cannot write a table file: {e}"))?;
+    writer.flush().map_err(|e| format!("cannot write a table file: {e}"))
+}
+
+/// A folder being written by a process that is gone, or another version's folder.
+fn stale(name: &str, keep: &str) -> bool {
+    match name.strip_prefix('.') {
+        // `.VERSION.PID.tmp`
+        Some(tmp) => tmp
+            .strip_suffix(".tmp")
+            .and_then(|t| t.rsplit('.').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()),
+        None => name != keep,
     }
+}
+
+/// Writes the tables of `snapshot` (`catalog`, then every table the views create, computed by
+/// Polars from it) into the folder `target` in `dir`: into a temporary folder first, renamed into
+/// place once every file is complete, so a folder of tables is never half-written. Removes the
+/// other versions' folders and the temporary folders of processes that are gone.
+fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), String> {
+    let version = &snapshot.info.version;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let written = (|| {
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create a folder of tables: {e}"))?;
+        let catalog = catalog_frame(snapshot).map_err(|e| e.to_string())?;
+        write_ipc(&tmp.join("catalog.arrow"), &mut catalog.clone())?;
+        let views = &snapshot.info.views;
+        let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
+        ctx.register("catalog", catalog.lazy());
+        for (_, stmt) in &views.statements {
+            let _ = ctx.execute(stmt).map_err(|e| format!("cannot compute the views: {e}"))?;
+        }
+        for name in offered_tables(views).iter().skip(1) {
+            let mut frame = ctx
+                .execute(&format!("SELECT * FROM \"{name}\""))
+                .and_then(|f| f.collect())
+                .and_then(as_text)
+                .map_err(|e| format!("cannot compute the view {name}: {e}"))?;
+            write_ipc(&tmp.join(format!("{name}.arrow")), &mut frame)?;
+        }
+        std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(format!("cannot write the SQL tables: {e}"));
+    }
+    let keep = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
-            if entry.path() != path {
+            if stale(&entry.file_name().to_string_lossy(), &keep) {
+                let _ = std::fs::remove_dir_all(entry.path());
                 let _ = std::fs::remove_file(entry.path());
             }
         }
@@ -269,7 +222,8 @@ struct Warm {
     stdin: std::process::ChildStdin,
     answers: std::sync::mpsc::Receiver<Option<(u8, Vec<u8>)>>,
     stderr: std::sync::Arc<Mutex<String>>,
-    catalog: PathBuf,
+    /// The folder of tables it has mapped.
+    tables_dir: PathBuf,
 }
 
 impl Warm {
@@ -279,19 +233,19 @@ impl Warm {
     }
 }
 
-/// The service's side: worker slots and the catalog file of the dataset version serving.
+/// The service's side: worker slots and the tables of the dataset version serving.
 pub struct Runner {
     /// Warm workers waiting for a query (at most `workers`).
     idle: Mutex<Vec<Warm>>,
     limits: SqlLimits,
     /// Queries running now.
     running: Mutex<usize>,
-    /// The folder of the catalog files (one per dataset version, the latest kept).
+    /// The folder of the tables' folders (one per dataset version, the latest kept).
     dir: PathBuf,
-    /// Serialises writing a version's catalog file.
+    /// Serialises writing a version's tables.
     writing: std::sync::Arc<Mutex<()>>,
-    /// The versions whose catalog file a background thread was started for, and why the last
-    /// write of a version failed.
+    /// The versions whose tables a background thread was started for, and why the last write of
+    /// a version failed.
     preparing: std::sync::Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
@@ -310,7 +264,7 @@ impl Drop for Slot<'_> {
 impl Runner {
     pub fn new(limits: SqlLimits) -> Runner {
         let dir = std::env::temp_dir().join(format!("eco-insights-sql-{}", std::process::id()));
-        // The catalog files of services that are gone (a folder per process id).
+        // The tables of services that are gone (a folder per process id).
         if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
@@ -323,6 +277,8 @@ impl Runner {
                 }
             }
         }
+        // A folder named with this process's id is a stopped process's whose id this one reuses.
+        let _ = std::fs::remove_dir_all(&dir);
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
         Runner {
             limits,
@@ -339,13 +295,13 @@ impl Runner {
         self.limits
     }
 
-    /// The catalog file of `snapshot`'s version, written on first use by a thread of its own
-    /// (older versions' files are removed then), waited for until `deadline`: `Ok(None)` when it
-    /// is still being written then (the write goes on; a later query finds it).
-    fn catalog_file(&self, snapshot: &Arc<Snapshot>, deadline: Instant) -> Result<Option<PathBuf>, String> {
+    /// The folder of `snapshot`'s version's tables, written on first use by a thread of its own
+    /// (older versions' folders are removed then), waited for until `deadline`: `Ok(None)` when
+    /// it is still being written then (the write goes on; a later query finds it).
+    fn tables_dir(&self, snapshot: &Arc<Snapshot>, deadline: Instant) -> Result<Option<PathBuf>, String> {
         let version = snapshot.info.version.clone();
-        let path = self.dir.join(format!("catalog-{version}.arrow"));
-        if path.is_file() {
+        let path = self.dir.join(&version);
+        if path.is_dir() {
             return Ok(Some(path));
         }
         {
@@ -364,13 +320,13 @@ impl Runner {
                         (self.dir.clone(), Arc::clone(&self.writing), Arc::clone(&self.preparing));
                     let snapshot = Arc::clone(snapshot);
                     let (target, v) = (path.clone(), version.clone());
-                    let spawned = std::thread::Builder::new().name("eco-sql-catalog".into()).spawn(move || {
+                    let spawned = std::thread::Builder::new().name("eco-sql-tables".into()).spawn(move || {
                         let written = {
                             let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
-                            if target.is_file() {
+                            if target.is_dir() {
                                 Ok(())
                             } else {
-                                write_catalog(&dir, &snapshot, &target)
+                                write_tables(&dir, &snapshot, &target)
                             }
                         };
                         let mut states = states.lock().unwrap_or_else(|e| e.into_inner());
@@ -381,17 +337,17 @@ impl Runner {
                     });
                     if let Err(e) = spawned {
                         preparing.remove(&version);
-                        return Err(format!("cannot start writing the catalog file: {e}"));
+                        return Err(format!("cannot start writing the SQL tables: {e}"));
                     }
                 }
             }
         }
         loop {
-            if path.is_file() {
+            if path.is_dir() {
                 return Ok(Some(path));
             }
             if let Some(Some(_)) = self.preparing.lock().unwrap_or_else(|e| e.into_inner()).get(&version) {
-                return self.catalog_file(snapshot, deadline);
+                return self.tables_dir(snapshot, deadline);
             }
             if Instant::now() >= deadline {
                 return Ok(None);
@@ -412,29 +368,21 @@ impl Runner {
         }
         let _slot = Slot(&self.running);
         let started = Instant::now();
-        let catalog = match self.catalog_file(snapshot, started + self.limits.timeout) {
+        let tables_dir = match self.tables_dir(snapshot, started + self.limits.timeout) {
             Ok(Some(p)) => p,
-            // Written at some 200 MB/s: the rest of a large dataset's catalog takes seconds.
+            // Written at some 200 MB/s: the rest of a large dataset's tables take seconds.
             Ok(None) => return Outcome::Preparing(5),
             Err(e) => return Outcome::Failed(e),
         };
         let request = Request {
-            catalog: catalog.clone(),
-            sources: snapshot.info.views.sources.clone(),
-            cost: snapshot.info.views.cost.clone(),
+            tables_dir: tables_dir.clone(),
+            tables: offered_tables(&snapshot.info.views),
             sql: sql.to_string(),
             max_rows: self.limits.max_rows,
+            memory_bytes: self.limits.memory_bytes,
         };
-        // A worker keeps the catalog in memory when it takes at most half its budget (a query
-        // then reads no file); a larger catalog is scanned per query by a worker of its own.
-        let size = std::fs::metadata(&catalog).map(|m| m.len()).unwrap_or(u64::MAX);
-        let outcome = if size.saturating_mul(2) <= self.limits.memory_bytes {
-            self.ask_warm(&request, started)
-        } else {
-            self.spawn_and_wait(&request, started)
-        };
-        match outcome {
-            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &catalog)),
+        match self.ask_warm(&request, started) {
+            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
             other => other,
         }
     }
@@ -446,6 +394,7 @@ impl Runner {
         command
             .arg("sql-worker")
             .env("POLARS_MAX_THREADS", "2")
+            .env("RAYON_NUM_THREADS", "2")
             .env("MIMALLOC_PURGE_DELAY", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -487,9 +436,8 @@ impl Runner {
     }
 
     /// Starts a warm worker.
-    fn spawn_warm(&self, catalog: &Path) -> Result<Warm, String> {
+    fn spawn_warm(&self, tables_dir: &Path) -> Result<Warm, String> {
         let mut command = self.command();
-        command.env(SERVE_ENV, "1");
         let mut child = command.spawn().map_err(|e| format!("cannot start the SQL worker: {e}"))?;
         let stdin = child.stdin.take().ok_or("no worker input")?;
         let mut stdout = child.stdout.take().ok_or("no worker output")?;
@@ -536,7 +484,7 @@ impl Runner {
                 }
             })
             .map_err(|e| e.to_string())?;
-        Ok(Warm { child, stdin, answers, stderr, catalog: catalog.to_path_buf() })
+        Ok(Warm { child, stdin, answers, stderr, tables_dir: tables_dir.to_path_buf() })
     }
 
     /// Runs a request on a warm worker (one kept idle for this catalog, or a new one), which
@@ -544,7 +492,8 @@ impl Runner {
     fn ask_warm(&self, request: &Request, started: Instant) -> Outcome {
         let kept = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-            let (same, other): (Vec<Warm>, Vec<Warm>) = idle.drain(..).partition(|w| w.catalog == request.catalog);
+            let (same, other): (Vec<Warm>, Vec<Warm>) =
+                idle.drain(..).partition(|w| w.tables_dir == request.tables_dir);
             let mut same = same;
             let chosen = same.pop();
             idle.extend(same);
@@ -556,7 +505,7 @@ impl Runner {
         };
         let mut warm = match kept {
             Some(w) => w,
-            None => match self.spawn_warm(&request.catalog) {
+            None => match self.spawn_warm(&request.tables_dir) {
                 Ok(w) => w,
                 Err(e) => return Outcome::Failed(e),
             },
@@ -573,7 +522,7 @@ impl Runner {
         }
         let left = (started + self.limits.timeout).saturating_duration_since(Instant::now());
         match warm.answers.recv_timeout(left) {
-            Ok(Some((0, bytes))) => {
+            Ok(Some((ROWS, bytes))) => {
                 let outcome = match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
                     Ok(frame) => {
                         let truncated = frame.height() > self.limits.max_rows;
@@ -584,6 +533,10 @@ impl Runner {
                 };
                 self.keep(warm);
                 outcome
+            }
+            Ok(Some((OUT_OF_MEMORY, _))) => {
+                self.keep(warm);
+                self.too_expensive_memory()
             }
             Ok(Some((_, reason))) => {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
@@ -620,91 +573,12 @@ impl Runner {
             warm.stop();
         }
     }
-
-    fn spawn_and_wait(&self, request: &Request, started: Instant) -> Outcome {
-        let budget = self.limits.memory_bytes;
-        let mut command = self.command();
-        let mut child = match command.spawn() {
-            Ok(c) => c,
-            Err(e) => return Outcome::Failed(format!("cannot start the SQL worker: {e}")),
-        };
-        let body = serde_json::to_vec(request).unwrap_or_default();
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(&body);
-        }
-        // Both pipes are drained on threads of their own (a full pipe would stall the worker),
-        // the output bounded by the memory budget.
-        let out = child.stdout.take().map(|s| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = s.take(budget).read_to_end(&mut buf);
-                buf
-            })
-        });
-        let err = child.stderr.take().map(|s| {
-            std::thread::spawn(move || {
-                let mut buf = String::new();
-                let _ = s.take(64 * 1024).read_to_string(&mut buf);
-                buf
-            })
-        });
-        let deadline = started + self.limits.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => return Outcome::Failed(format!("cannot wait for the SQL worker: {e}")),
-            }
-        };
-        let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
-        let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
-        let ms = self.limits.timeout.as_millis();
-        let Some(status) = status else {
-            return Outcome::TooExpensive(format!("a consulta excedeu o tempo limite de {ms} ms e foi interrompida"));
-        };
-        let memory = || {
-            Outcome::TooExpensive(format!(
-                "a consulta excedeu o limite de memória de {} MB e foi interrompida",
-                budget / (1024 * 1024)
-            ))
-        };
-        if status.success() {
-            if stdout.len() as u64 >= budget {
-                return memory();
-            }
-            return match IpcStreamReader::new(std::io::Cursor::new(stdout)).finish() {
-                Ok(frame) => {
-                    let truncated = frame.height() > self.limits.max_rows;
-                    let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
-                    Outcome::Rows { frame, truncated }
-                }
-                Err(e) => Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")),
-            };
-        }
-        if status.code() == Some(QUERY_FAILED) {
-            let reason = stderr.trim();
-            if reason.contains("memory allocation") || reason.contains("capacity overflow") {
-                return memory();
-            }
-            return Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string());
-        }
-        // Killed by a signal (an allocation over the budget aborts) or another failure.
-        if stderr.contains("memory allocation") || status.code().is_none() {
-            return memory();
-        }
-        Outcome::Failed(format!("the SQL worker ended with {status}: {}", stderr.trim()))
-    }
 }
 
-/// A worker's reason with the catalog file's path (or any absolute path) taken out.
-fn without_paths(message: &str, catalog: &Path) -> String {
-    let shown = catalog.display().to_string();
-    let message = message.replace(&shown, "catalog");
+/// A worker's reason with the tables' folder (or any absolute path) taken out.
+fn without_paths(message: &str, tables_dir: &Path) -> String {
+    let shown = tables_dir.display().to_string();
+    let message = message.replace(&shown, "<tabelas>");
     message
         .split_whitespace()
         .map(|w| if w.trim_matches(|c: char| "'\"`(),".contains(c)).starts_with('/') { "<caminho>" } else { w })

@@ -28,7 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SqlRequest {
-    /// One read-only statement in Polars SQL.
+    /// One read-only statement in PostgreSQL's dialect.
     #[schema(example = "SELECT marca, ROUND(AVG(co2_fossil_g_km), 2) AS co2 FROM catalog GROUP BY marca ORDER BY co2")]
     pub sql: String,
 }
@@ -38,7 +38,7 @@ pub struct SqlRequest {
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct SqlQuery {
-    /// One read-only statement in Polars SQL (percent-encoded).
+    /// One read-only statement in PostgreSQL's dialect (percent-encoded).
     #[param(example = "SELECT COUNT(*) AS n FROM catalog")]
     sql: String,
 }
@@ -184,7 +184,7 @@ pub async fn sql_get(
     answer(ctx, uri, format, sql, state).await
 }
 
-/// An analyst's own query: one read-only statement in Polars SQL over `catalog` (the validated
+/// An analyst's own query: one read-only statement in PostgreSQL's dialect (run by Apache DataFusion) over `catalog` (the validated
 /// export as loaded, with ids and `combustivel_fold`) and every view `queries/` creates
 /// (`vw_metrics`, `vw_eco_score`, …).
 ///

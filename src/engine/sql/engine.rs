@@ -1,0 +1,289 @@
+//! Analysts' SQL on Apache DataFusion, in PostgreSQL's dialect (API-CONTRACT §7), inside a
+//! worker process (see [`super::worker`]).
+//!
+//! A dataset version's tables (`catalog` and every view) are Arrow IPC files that Polars wrote
+//! once. The worker maps them into memory and hands their buffers to DataFusion as record batches
+//! without copying or re-encoding a row: a query reads the pages of the columns it uses, the page
+//! cache is shared by every worker, and the mapped files are not part of a worker's memory budget.
+//! DataFusion's own memory pool has the budget too (no spilling to disk), so an aggregation that
+//! outgrows it stops with a clear reason before the process limit kills the worker.
+
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::buffer::Buffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::convert::fb_to_schema;
+use datafusion::arrow::ipc::reader::{read_footer_length, FileDecoder};
+use datafusion::arrow::ipc::root_as_footer;
+use datafusion::arrow::ipc::writer::StreamWriter;
+use datafusion::catalog::MemTable;
+use datafusion::error::DataFusionError;
+use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
+use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::SessionStateBuilder;
+use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+
+/// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
+const SLICE_ROWS: usize = 64 * 1024;
+
+/// Why a query gave no rows.
+#[derive(Debug)]
+pub enum Failure {
+    /// The query is wrong or unsupported: the reason, without paths.
+    Invalid(String),
+    /// It outgrew the memory budget.
+    Memory,
+}
+
+/// The worker's engine: one DataFusion session per dataset version's tables, kept for the next
+/// queries on the same version.
+pub struct Engine {
+    runtime: tokio::runtime::Runtime,
+    threads: usize,
+    memory_bytes: usize,
+    loaded: Option<(PathBuf, SessionContext)>,
+}
+
+/// An IPC file's bytes, mapped: the owner of the buffers of its batches.
+fn map(path: &Path) -> Result<Buffer, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open a table: {e}"))?;
+    // SAFETY: the file is the service's own, written once to a temporary name and renamed into
+    // place; nothing writes it afterwards (a new version gets a folder of its own).
+    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map a table: {e}"))?;
+    let len = mmap.len();
+    let Some(ptr) = NonNull::new(mmap.as_ptr() as *mut u8) else {
+        return Err("cannot map an empty table file".into());
+    };
+    // SAFETY: the pointer and length are the mapping's, and the mapping lives as long as the
+    // buffer (it is the buffer's owner).
+    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(mmap)) })
+}
+
+/// The record batches of a mapped IPC file, sliced and dealt into `partitions` partitions.
+fn read_table(path: &Path, partitions: usize) -> Result<MemTable, String> {
+    let bad = |what: &str| format!("a table file is damaged ({what})");
+    let buffer = map(path)?;
+    if buffer.len() < 10 {
+        return Err(bad("too short"));
+    }
+    let trailer = buffer.len() - 10;
+    let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| bad("trailer"))?;
+    let footer_len = read_footer_length(tail).map_err(|e| bad(&e.to_string()))?;
+    let footer_start = trailer.checked_sub(footer_len).ok_or_else(|| bad("footer"))?;
+    let footer = root_as_footer(&buffer[footer_start..trailer]).map_err(|e| bad(&e.to_string()))?;
+    let schema = Arc::new(fb_to_schema(footer.schema().ok_or_else(|| bad("no schema"))?));
+    // SAFETY: validation is skipped because the file is the service's own output (see `map`),
+    // written by Polars from checked columns; validating would read every page of every column at
+    // each worker's first query.
+    let mut decoder = unsafe { FileDecoder::new(Arc::clone(&schema), footer.version()).with_skip_validation(true) };
+    let block_of = |block: &datafusion::arrow::ipc::Block| -> Result<Buffer, String> {
+        let start = usize::try_from(block.offset()).map_err(|_| bad("block"))?;
+        let len = block.bodyLength() as usize + block.metaDataLength() as usize;
+        if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
+            return Err(bad("block out of bounds"));
+        }
+        Ok(buffer.slice_with_length(start, len))
+    };
+    for block in footer.dictionaries().iter().flatten() {
+        decoder.read_dictionary(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))?;
+    }
+    let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions.max(1)];
+    let mut next = 0;
+    for block in footer.recordBatches().iter().flatten() {
+        let Some(batch) = decoder.read_record_batch(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))? else {
+            continue;
+        };
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            let len = SLICE_ROWS.min(batch.num_rows() - offset);
+            let count = parts.len();
+            parts[next % count].push(batch.slice(offset, len));
+            next += 1;
+            offset += len;
+        }
+    }
+    MemTable::try_new(schema, parts).map_err(|e| e.to_string())
+}
+
+impl Engine {
+    /// An engine running queries on `threads` threads within `memory_bytes`.
+    pub fn new(threads: usize, memory_bytes: usize) -> Result<Engine, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads.max(1))
+            .thread_name("eco-sql-engine")
+            .build()
+            .map_err(|e| format!("cannot start the SQL engine: {e}"))?;
+        Ok(Engine { runtime, threads: threads.max(1), memory_bytes, loaded: None })
+    }
+
+    /// A session over the tables in `dir`, in PostgreSQL's dialect and semantics.
+    fn session(&self, dir: &Path, tables: &[String]) -> Result<SessionContext, String> {
+        let config = SessionConfig::new()
+            .with_target_partitions(self.threads)
+            .with_information_schema(false)
+            .with_default_catalog_and_schema("eco", "public")
+            .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
+            .set_str("datafusion.sql_parser.default_null_ordering", "nulls_max")
+            .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
+            .set_str("datafusion.execution.time_zone", "UTC");
+        // Three quarters of the budget for DataFusion's own accounting: what it does not count
+        // (batches in flight, the answer) fits in the rest before the process limit.
+        let pool = TrackConsumersPool::new(
+            GreedyMemoryPool::new(self.memory_bytes / 4 * 3),
+            std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+        );
+        let runtime = RuntimeEnvBuilder::new()
+            .with_memory_pool(Arc::new(pool))
+            .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
+            .build_arc()
+            .map_err(|e| e.to_string())?;
+        let state =
+            SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
+        let ctx = SessionContext::new_with_state(state);
+        super::postgres::install(&ctx);
+        for name in tables {
+            let table = read_table(&dir.join(format!("{name}.arrow")), self.threads)?;
+            ctx.register_table(name.as_str(), Arc::new(table)).map_err(|e| e.to_string())?;
+        }
+        Ok(ctx)
+    }
+
+    /// Runs `sql` over the tables in `dir` and returns at most `max_rows + 1` rows as an Arrow
+    /// IPC stream, with types every client reads (see [`for_clients`]).
+    pub fn answer(&mut self, dir: &Path, tables: &[String], sql: &str, max_rows: usize) -> Result<Vec<u8>, Failure> {
+        if self.loaded.as_ref().is_none_or(|(d, _)| d != dir) {
+            self.loaded = None;
+            let ctx = self.session(dir, tables).map_err(Failure::Invalid)?;
+            self.loaded = Some((dir.to_path_buf(), ctx));
+        }
+        let Some((_, ctx)) = &self.loaded else { return Err(Failure::Invalid("no tables".into())) };
+        let ctx = ctx.clone();
+        let sql = sql.to_string();
+        let batches = self.runtime.block_on(async move {
+            let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+            let frame = ctx.sql_with_options(&sql, options).await?;
+            let frame = frame.limit(0, Some(max_rows.saturating_add(1)))?;
+            let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+            let batches = frame.collect().await?;
+            Ok::<_, DataFusionError>((schema, batches))
+        });
+        let (schema, batches) = batches.map_err(classify)?;
+        let (schema, batches) = for_clients(schema, batches).map_err(Failure::Invalid)?;
+        let mut out = Vec::new();
+        let written = StreamWriter::try_new(&mut out, &schema).and_then(|mut w| {
+            for batch in &batches {
+                w.write(batch)?;
+            }
+            w.finish()
+        });
+        written.map_err(|e| Failure::Invalid(e.to_string()))?;
+        Ok(out)
+    }
+}
+
+/// A DataFusion error as the analyst reads it: its first line, without DataFusion's own prefixes
+/// ("Error during planning: ", "SQL error: "…), or the memory budget.
+fn classify(e: DataFusionError) -> Failure {
+    let root = e.find_root();
+    if matches!(root, DataFusionError::ResourcesExhausted(_)) {
+        return Failure::Memory;
+    }
+    let text = root.to_string();
+    let mut line = text.lines().next().unwrap_or("the query failed").trim().to_string();
+    for prefix in [
+        "Error during planning: ",
+        "SQL error: ",
+        "This feature is not implemented: ",
+        "Schema error: ",
+        "Execution error: ",
+        "Arrow error: ",
+    ] {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            line = if prefix == "This feature is not implemented: " {
+                format!("not supported: {rest}")
+            } else {
+                rest.to_string()
+            };
+        }
+    }
+    if line.chars().count() > 600 {
+        line = line.chars().take(600).collect::<String>() + "…";
+    }
+    Failure::Invalid(line)
+}
+
+/// The answer's columns with types every door and format reads: decimals and narrow floats as
+/// doubles, dictionaries as their values, intervals, times, lists and structs as text; a name
+/// repeated in the answer (two joined tables' `marca`) gets `_2`, `_3`….
+fn for_clients(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
+    let target = |t: &DataType| -> DataType {
+        match t {
+            DataType::Decimal32(_, _)
+            | DataType::Decimal64(_, _)
+            | DataType::Decimal128(_, _)
+            | DataType::Decimal256(_, _)
+            | DataType::Float16
+            | DataType::Float32 => DataType::Float64,
+            DataType::Dictionary(_, value) => match value.as_ref() {
+                v if v.is_numeric() => DataType::Float64,
+                _ => DataType::Utf8,
+            },
+            DataType::Interval(_)
+            | DataType::Duration(_)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_)
+            | DataType::FixedSizeList(_, _)
+            | DataType::Struct(_)
+            | DataType::Map(_, _)
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_) => DataType::Utf8,
+            other => other.clone(),
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let mut name = f.name().clone();
+            let mut n = 2;
+            while !seen.insert(name.clone()) {
+                name = format!("{}_{n}", f.name());
+                n += 1;
+            }
+            Field::new(name, target(f.data_type()), true)
+        })
+        .collect();
+    let out_schema = Arc::new(Schema::new(fields));
+    let batches = batches
+        .into_iter()
+        .map(|batch| {
+            let columns = batch
+                .columns()
+                .iter()
+                .zip(out_schema.fields())
+                .map(|(c, f)| {
+                    if c.data_type() == f.data_type() {
+                        Ok(Arc::clone(c))
+                    } else {
+                        cast(c, f.data_type())
+                            .map_err(|e| format!("cannot answer a column of type {}: {e}", c.data_type()))
+                    }
+                })
+                .collect::<Result<Vec<ArrayRef>, String>>()?;
+            RecordBatch::try_new(Arc::clone(&out_schema), columns).map_err(|e| e.to_string())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((out_schema, batches))
+}

@@ -1,0 +1,448 @@
+//! PostgreSQL's semantics where DataFusion's differ (API-CONTRACT §7, SQL dialect): the
+//! functions PostgreSQL has and DataFusion lacks or computes otherwise, and the plan rewrite that
+//! makes a cast of a fraction to an integer round as PostgreSQL does.
+//!
+//! - `round(x)` of a double rounds half to even (PostgreSQL's `rint`); `round(x, n)` rounds the
+//!   value PostgreSQL would get from `x::numeric` (15 significant digits) half away from zero.
+//!   PostgreSQL itself has no `round(double precision, integer)`: analysts write
+//!   `round(x::numeric, n)`, which this answers alike.
+//! - `CAST(x AS INTEGER)` (and `x::int`, every integer width) of a double rounds half to even, of
+//!   a numeric (a decimal, and the `avg` of integers, which PostgreSQL computes as numeric) half
+//!   away from zero; DataFusion truncates.
+//! - `mode() WITHIN GROUP (ORDER BY x)` and `percentile_disc(f) WITHIN GROUP (ORDER BY x)`, the
+//!   ordered-set aggregates DataFusion lacks.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{plan_err, DFSchema, Result, ScalarValue};
+use datafusion::logical_expr::expr::{AggregateFunction, Alias, Cast, ScalarFunction};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::{format_state_name, merge_schema};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs,
+    ScalarUDF, ScalarUDFImpl, Signature, Volatility,
+};
+use datafusion::optimizer::AnalyzerRule;
+use datafusion::physical_expr::expressions::Literal;
+
+/// The functions and the rule, added to a session.
+pub fn install(ctx: &datafusion::prelude::SessionContext) {
+    ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::Postgres)));
+    ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfEven)));
+    ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfAway)));
+    ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::Mode)));
+    ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::PercentileDisc)));
+    ctx.add_analyzer_rule(Arc::new(IntegerCasts));
+}
+
+/// `x` as PostgreSQL's `x::numeric` rounded to `n` decimals half away from zero: the double is
+/// first written with 15 significant digits (as PostgreSQL converts it), so binary noise never
+/// decides a tie (`round(2.675::numeric, 2)` is 2.68).
+pub fn round_numeric(x: f64, n: i64) -> f64 {
+    if !x.is_finite() || x == 0.0 {
+        return x;
+    }
+    let text = format!("{x:.14e}");
+    let Some((mantissa, exponent)) = text.split_once('e') else { return x };
+    let Ok(exponent) = exponent.parse::<i64>() else { return x };
+    let negative = mantissa.starts_with('-');
+    let digits: Vec<i128> = mantissa.bytes().filter(u8::is_ascii_digit).map(|b| i128::from(b - b'0')).collect();
+    // Digit i has the place value 10^(exponent - i); those down to 10^-n are kept.
+    let keep = exponent + n.clamp(-400, 400) + 1;
+    if keep >= digits.len() as i64 {
+        return x;
+    }
+    let sign = if negative { -1.0 } else { 1.0 };
+    if keep < 0 {
+        return 0.0 * sign;
+    }
+    let keep = keep as usize;
+    let mut kept = digits[..keep].iter().fold(0i128, |a, d| a * 10 + d);
+    if digits[keep] >= 5 {
+        kept += 1;
+    }
+    format!("{}{kept}e{}", if negative { "-" } else { "" }, -n.clamp(-400, 400)).parse::<f64>().unwrap_or(x)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum RoundMode {
+    /// `round(x [, n])` as analysts call it.
+    Postgres,
+    /// The cast of a double to an integer.
+    HalfEven,
+    /// The cast of a numeric to an integer.
+    HalfAway,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Round {
+    mode: RoundMode,
+    signature: Signature,
+}
+
+impl Round {
+    fn new(mode: RoundMode) -> Round {
+        Round { mode, signature: Signature::user_defined(Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for Round {
+    fn name(&self) -> &str {
+        match self.mode {
+            RoundMode::Postgres => "round",
+            RoundMode::HalfEven => "round_half_even",
+            RoundMode::HalfAway => "round_half_away",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn coerce_types(&self, arg_types: &[DataType]) -> Result<Vec<DataType>> {
+        let max = if self.mode == RoundMode::Postgres { 2 } else { 1 };
+        if arg_types.is_empty() || arg_types.len() > max {
+            return plan_err!("function {}() takes 1 or {max} arguments", self.name());
+        }
+        let value = match &arg_types[0] {
+            t if t.is_integer() => DataType::Int64,
+            t if t.is_numeric() || t.is_null() => DataType::Float64,
+            t => return plan_err!("function {}({t}) does not exist", self.name()),
+        };
+        let mut types = vec![value];
+        if let Some(t) = arg_types.get(1) {
+            if !t.is_integer() && !t.is_null() {
+                return plan_err!("function round(numeric, {t}) does not exist: the number of decimals is an integer");
+            }
+            types.push(DataType::Int64);
+        }
+        Ok(types)
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(if arg_types.first().is_some_and(|t| t.is_integer()) { DataType::Int64 } else { DataType::Float64 })
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let decimals = arrays.get(1).map(|a| a.as_primitive::<Int64Type>().clone());
+        let places = |i: usize| decimals.as_ref().map(|d| if d.is_null(i) { None } else { Some(d.value(i)) });
+        let result: ArrayRef = match arrays[0].data_type() {
+            DataType::Int64 => {
+                let values = arrays[0].as_primitive::<Int64Type>();
+                Arc::new(
+                    (0..rows)
+                        .map(|i| {
+                            if values.is_null(i) {
+                                return None;
+                            }
+                            match places(i) {
+                                Some(None) => None,
+                                Some(Some(n)) if n < 0 => {
+                                    let unit = 10i64.checked_pow((-n).min(18) as u32).unwrap_or(i64::MAX);
+                                    let v = values.value(i);
+                                    let half = unit / 2;
+                                    let r = (v.abs() + half) / unit * unit;
+                                    Some(if v < 0 { -r } else { r })
+                                }
+                                _ => Some(values.value(i)),
+                            }
+                        })
+                        .collect::<Int64Array>(),
+                )
+            }
+            _ => {
+                let values = arrays[0].as_primitive::<Float64Type>();
+                Arc::new(
+                    (0..rows)
+                        .map(|i| {
+                            if values.is_null(i) {
+                                return None;
+                            }
+                            let x = values.value(i);
+                            match (self.mode, places(i)) {
+                                (_, Some(None)) => None,
+                                (RoundMode::Postgres, Some(Some(n))) => Some(round_numeric(x, n)),
+                                (RoundMode::HalfAway, _) => Some(round_numeric(x, 0)),
+                                _ => Some(x.round_ties_even()),
+                            }
+                        })
+                        .collect::<Float64Array>(),
+                )
+            }
+        };
+        Ok(ColumnarValue::Array(result))
+    }
+}
+
+/// Rewrites `CAST(x AS <integer>)` of a double or a decimal so it rounds (see the module).
+#[derive(Debug)]
+struct IntegerCasts;
+
+/// The names of an aggregate's outputs that are the `avg` of integers (numeric in PostgreSQL).
+fn numeric_averages(plan: &LogicalPlan) -> Vec<String> {
+    let LogicalPlan::Aggregate(aggregate) = plan else { return Vec::new() };
+    let input = aggregate.input.schema();
+    aggregate
+        .aggr_expr
+        .iter()
+        .filter(|e| {
+            let inner = match e {
+                Expr::Alias(Alias { expr, .. }) => expr.as_ref(),
+                e => e,
+            };
+            let Expr::AggregateFunction(AggregateFunction { func, params }) = inner else { return false };
+            func.name() == "avg" && params.args.first().is_some_and(|a| integer_source(a, input))
+        })
+        .map(|e| e.schema_name().to_string())
+        .collect()
+}
+
+/// Whether `e` is an integer, or an integer cast to a float by type coercion.
+fn integer_source(e: &Expr, schema: &DFSchema) -> bool {
+    match e {
+        Expr::Cast(Cast { expr, .. }) | Expr::TryCast(datafusion::logical_expr::TryCast { expr, .. }) => {
+            integer_source(expr, schema)
+        }
+        e => e.get_type(schema).is_ok_and(|t| t.is_integer()),
+    }
+}
+
+fn rounded(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<Transformed<Expr>> {
+    expr.transform_up(|e| {
+        let Expr::Cast(Cast { expr, field }) = &e else { return Ok(Transformed::no(e)) };
+        if !field.data_type().is_integer() {
+            return Ok(Transformed::no(e));
+        }
+        let source = expr.get_type(schema)?;
+        let mode = match source {
+            DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+                let average = matches!(expr.as_ref(), Expr::Column(c) if averages.contains(&c.name));
+                if average {
+                    RoundMode::HalfAway
+                } else {
+                    RoundMode::HalfEven
+                }
+            }
+            DataType::Decimal32(_, _)
+            | DataType::Decimal64(_, _)
+            | DataType::Decimal128(_, _)
+            | DataType::Decimal256(_, _) => RoundMode::HalfAway,
+            _ => return Ok(Transformed::no(e)),
+        };
+        let round = Arc::new(ScalarUDF::new_from_impl(Round::new(mode)));
+        let inner = Expr::ScalarFunction(ScalarFunction::new_udf(round, vec![expr.as_ref().clone()]));
+        Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(inner), field: Arc::clone(field) })))
+    })
+}
+
+impl AnalyzerRule for IntegerCasts {
+    fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
+        plan.transform_up_with_subqueries(|node| {
+            let inputs = node.inputs();
+            let schema = if inputs.is_empty() { node.schema().as_ref().clone() } else { merge_schema(&inputs) };
+            let averages: Vec<String> = inputs.iter().flat_map(|i| numeric_averages(i)).collect();
+            // An output's name follows its expression: where a node names its outputs after them,
+            // a rewritten one keeps its name.
+            let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
+            node.map_expressions(|e| {
+                let name = e.schema_name().to_string();
+                let new = rounded(e, &schema, &averages)?;
+                if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
+                    Ok(Transformed::yes(new.data.alias(name)))
+                } else {
+                    Ok(new)
+                }
+            })
+        })
+        .map(|t| t.data)
+    }
+
+    fn name(&self) -> &str {
+        "postgres_integer_casts"
+    }
+}
+
+/// The ordered-set aggregates DataFusion lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum OrderedKind {
+    Mode,
+    PercentileDisc,
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Ordered {
+    kind: OrderedKind,
+    signature: Signature,
+}
+
+impl Ordered {
+    fn new(kind: OrderedKind) -> Ordered {
+        let arity = match kind {
+            OrderedKind::Mode => 1,
+            OrderedKind::PercentileDisc => 2,
+        };
+        Ordered { kind, signature: Signature::any(arity, Volatility::Immutable) }
+    }
+}
+
+impl AggregateUDFImpl for Ordered {
+    fn name(&self) -> &str {
+        match self.kind {
+            OrderedKind::Mode => "mode",
+            OrderedKind::PercentileDisc => "percentile_disc",
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, arg_types: &[DataType]) -> Result<DataType> {
+        Ok(arg_types[0].clone())
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> Result<Vec<FieldRef>> {
+        let item = Field::new_list_field(args.input_fields[0].data_type().clone(), true);
+        Ok(vec![Arc::new(Field::new(format_state_name(args.name, "values"), DataType::List(Arc::new(item)), true))])
+    }
+
+    fn accumulator(&self, args: AccumulatorArgs) -> Result<Box<dyn Accumulator>> {
+        let fraction = match self.kind {
+            OrderedKind::Mode => 0.0,
+            OrderedKind::PercentileDisc => {
+                let literal = args.exprs.get(1).and_then(|e| e.downcast_ref::<Literal>());
+                let Some(value) = literal.map(|l| l.value().clone()) else {
+                    return plan_err!("percentile_disc: the fraction must be a constant");
+                };
+                let f = match value.cast_to(&DataType::Float64)? {
+                    ScalarValue::Float64(Some(f)) => f,
+                    _ => return plan_err!("percentile_disc: the fraction must be a number"),
+                };
+                if !(0.0..=1.0).contains(&f) {
+                    return plan_err!("percentile value {f} is not between 0 and 1");
+                }
+                f
+            }
+        };
+        let descending = args.order_bys.first().is_some_and(|s| s.options.descending);
+        Ok(Box::new(Values {
+            kind: self.kind,
+            fraction,
+            descending,
+            data_type: args.return_field.data_type().clone(),
+            values: Vec::new(),
+        }))
+    }
+
+    fn supports_within_group_clause(&self) -> bool {
+        true
+    }
+}
+
+/// Collects a group's non-null values; answers once they are sorted.
+#[derive(Debug)]
+struct Values {
+    kind: OrderedKind,
+    fraction: f64,
+    descending: bool,
+    data_type: DataType,
+    values: Vec<ScalarValue>,
+}
+
+impl Values {
+    fn push_all(&mut self, array: &ArrayRef) -> Result<()> {
+        for i in 0..array.len() {
+            if !array.is_null(i) {
+                self.values.push(ScalarValue::try_from_array(array, i)?);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Accumulator for Values {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> Result<()> {
+        self.push_all(&values[0])
+    }
+
+    fn evaluate(&mut self) -> Result<ScalarValue> {
+        if self.values.is_empty() {
+            return ScalarValue::try_from(&self.data_type);
+        }
+        let descending = self.descending;
+        self.values.sort_by(|a, b| {
+            let o = a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal);
+            if descending {
+                o.reverse()
+            } else {
+                o
+            }
+        });
+        let chosen = match self.kind {
+            // The first of the most frequent values in the ordering (PostgreSQL's tie rule).
+            OrderedKind::Mode => {
+                let (mut best, mut best_run, mut run) = (0usize, 0usize, 0usize);
+                for i in 0..self.values.len() {
+                    run = if i > 0 && self.values[i] == self.values[i - 1] { run + 1 } else { 1 };
+                    if run > best_run {
+                        best_run = run;
+                        best = i + 1 - run;
+                    }
+                }
+                best
+            }
+            // The first value whose position reaches the fraction.
+            OrderedKind::PercentileDisc => {
+                let n = self.values.len();
+                ((self.fraction * n as f64).ceil() as usize).clamp(1, n) - 1
+            }
+        };
+        Ok(self.values[chosen].clone())
+    }
+
+    fn size(&self) -> usize {
+        std::mem::size_of_val(self) + self.values.iter().map(ScalarValue::size).sum::<usize>()
+    }
+
+    fn state(&mut self) -> Result<Vec<ScalarValue>> {
+        let list = ScalarValue::new_list_nullable(&self.values, &self.data_type);
+        Ok(vec![ScalarValue::List(list)])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> Result<()> {
+        let lists = states[0].as_list::<i32>();
+        for i in 0..lists.len() {
+            if !lists.is_null(i) {
+                self.push_all(&lists.value(i))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_numeric;
+
+    #[test]
+    fn round_of_a_double_is_the_numeric_rounding_of_its_15_digits() {
+        assert_eq!(round_numeric(2.675, 2), 2.68);
+        assert_eq!(round_numeric(-2.675, 2), -2.68);
+        assert_eq!(round_numeric(0.125, 2), 0.13);
+        assert_eq!(round_numeric(2.5, 0), 3.0);
+        assert_eq!(round_numeric(0.4, 0), 0.0);
+        assert_eq!(round_numeric(0.6, 0), 1.0);
+        assert_eq!(round_numeric(1234.5678, -2), 1200.0);
+        assert_eq!(round_numeric(1250.0, -2), 1300.0);
+        assert_eq!(round_numeric(0.0004, 2), 0.0);
+        assert_eq!(round_numeric(123.456, 10), 123.456);
+        assert_eq!(round_numeric(99.95, 1), 100.0);
+        assert!(round_numeric(f64::NAN, 2).is_nan());
+    }
+}
