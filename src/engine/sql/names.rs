@@ -202,7 +202,7 @@ mod tests {
         );
         assert_eq!(
             named("SELECT x AS y, trim(marca) FROM catalog"),
-            "SELECT x AS y, trim(marca) AS \"btrim\" FROM catalog"
+            "SELECT x AS y, TRIM(marca) AS \"btrim\" FROM catalog"
         );
     }
 }

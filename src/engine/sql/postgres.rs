@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type};
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
@@ -129,7 +130,13 @@ impl ScalarUDFImpl for Round {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
-        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let mut arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        // The types `coerce_types` asks for (a call the plan rewrite adds is not coerced).
+        let value_type = if arrays[0].data_type().is_integer() { DataType::Int64 } else { DataType::Float64 };
+        arrays[0] = cast(&arrays[0], &value_type)?;
+        if let Some(n) = arrays.get_mut(1) {
+            *n = cast(n, &DataType::Int64)?;
+        }
         let decimals = arrays.get(1).map(|a| a.as_primitive::<Int64Type>().clone());
         let places = |i: usize| decimals.as_ref().map(|d| if d.is_null(i) { None } else { Some(d.value(i)) });
         let result: ArrayRef = match arrays[0].data_type() {

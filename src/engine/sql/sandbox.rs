@@ -264,6 +264,12 @@ impl Visitor for Check<'_> {
                     }
                     return ControlFlow::Continue(());
                 }
+                if table.contains('/') || table.contains(':') || table.contains('\\') {
+                    return ControlFlow::Break(Refused::Forbidden(format!(
+                        "a file or URL cannot be read; tables are read by name ({})",
+                        self.offered.join(", ")
+                    )));
+                }
                 ControlFlow::Break(Refused::UnknownTable(format!(
                     "table '{table}' does not exist (tables: {})",
                     self.offered.join(", ")
@@ -361,7 +367,7 @@ mod tests {
             "EXPLAIN SELECT * FROM catalog",
             "SHOW TABLES",
             "COPY (SELECT 1) TO '/tmp/x.csv'",
-            "CREATE EXTERNAL TABLE x STORED AS CSV LOCATION '/etc/passwd'",
+            "CREATE EXTERNAL TABLE x STORED AS PARQUET LOCATION '/etc/passwd'",
             "SET datafusion.execution.target_partitions = 1",
             "SET search_path = public",
         ] {
@@ -378,6 +384,7 @@ mod tests {
             "SELECT * FROM range(1, 10)",
             "SELECT * FROM catalog, unnest(ARRAY[1, 2])",
             "SELECT * FROM 'file:///etc/passwd'",
+            "SELECT * FROM \"/etc/passwd\"",
         ] {
             let r = refused(sql);
             assert!(matches!(r, Refused::Forbidden(_)), "{sql}: {r:?}");
@@ -385,7 +392,6 @@ mod tests {
         }
         assert!(matches!(refused("SELECT * FROM secrets"), Refused::UnknownTable(m) if m.contains("'secrets'")));
         for sql in [
-            "SELECT * FROM \"/etc/passwd\"",
             "SELECT * FROM datafusion.public.catalog",
             "SELECT * FROM other.catalog",
             "SELECT * FROM information_schema.tables",

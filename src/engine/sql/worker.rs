@@ -99,10 +99,20 @@ pub fn run_worker() -> i32 {
                 if engine.is_none() {
                     engine = Some(Engine::new(threads, request.memory_bytes as usize).map_err(Failure::Invalid)?);
                 }
-                match engine.as_mut() {
-                    Some(engine) => engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows),
-                    None => Err(Failure::Invalid("no engine".into())),
-                }
+                let Some(engine) = engine.as_mut() else { return Err(Failure::Invalid("no engine".into())) };
+                // A panic inside the engine on some query is that query's failure, not the
+                // worker's: the analyst gets the reason, the worker stays up.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
+                }))
+                .unwrap_or_else(|panic| {
+                    let reason = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("unknown reason");
+                    Err(Failure::Invalid(format!("the SQL engine cannot run this query ({reason})")))
+                })
             });
         let (status, payload) = match answer {
             Ok(bytes) => (ROWS, bytes),
