@@ -478,9 +478,9 @@ def bench_size(args, rows, results):
                 "ORDER BY co2_fossil_g_km LIMIT 20",
             ]
             row["sql"] = []
-            # Analysts' SQL is measured at 1M rows (the issue's size): a larger catalog is over the
-            # default worker memory budget (--sql-memory-mb 1024) and is scanned per query.
-            sql_queries = sql_queries if rows <= 2_000_000 else []
+            # Past 2M rows only the GROUP BY is measured (within the default limits: the workers
+            # map the version's Arrow tables, which are not part of their memory budget).
+            sql_queries = sql_queries if rows <= 2_000_000 else sql_queries[:1]
             # The first query of a version prepares its SQL catalog (seconds at 10M rows: 503 with
             # Retry-After until it is written), as a client would wait for it.
             conn = http.client.HTTPConnection(server.host, server.port, timeout=60)
@@ -500,7 +500,9 @@ def bench_size(args, rows, results):
                 times = []
                 for _ in range(15):
                     t = time.perf_counter()
-                    conn.request("POST", "/sql", body=body, headers={**HEADERS, "Content-Type": "application/json"})
+                    # The answer as Arrow, as a data tool would read it (no rows as JSON text).
+                    conn.request("POST", "/sql?format=arrow", body=body,
+                                 headers={**HEADERS, "Content-Type": "application/json"})
                     res = conn.getresponse()
                     res.read()
                     times.append(time.perf_counter() - t)
@@ -727,8 +729,13 @@ def ratios(row):
             round(during), round(alone), round(during / alone, 2), ">= 0.9x", during >= 0.9 * alone, at=1_000_000,
             failed=row["custom_32_during_sql"]["failed"])
     for i, (svc, duck) in enumerate(row.get("sql", []), 1):
-        add(f"SQL query {i} round trip p50 (ms) vs DuckDB in-process", round(svc * 1000, 1), round(duck * 1000, 1),
-            round(svc / duck, 2), "<= 2x", svc <= 2 * duck, at=1_000_000)
+        if n > 2_000_000:
+            # The GROUP BY at 10M rows: within the default limits, its time beside DuckDB's.
+            add(f"SQL GROUP BY round trip p50 (ms) at {n:,} rows vs DuckDB in-process", round(svc * 1000, 1),
+                round(duck * 1000, 1), round(svc / duck, 2), "answers", True)
+            continue
+        add(f"SQL query {i} (Arrow answer) round trip p50 (ms) vs DuckDB in-process", round(svc * 1000, 1),
+            round(duck * 1000, 1), round(svc / duck, 2), "<= 1.5x", svc <= 1.5 * duck, at=1_000_000)
     first, deep = row.get("list_first_p50_s"), row.get("list_deep_p50_s")
     first_page = first
     if first is not None:
