@@ -108,10 +108,14 @@ def main() -> int:
                 want = con.execute(duck, list(params or ())).fetchall()
                 check(f"psycopg {sql[:50]}…", same_rows(got, want), f"{got[:3]} vs {want[:3]}")
             # The column types a client sees.
-            cur = conn.execute("SELECT ano, co2_fossil_g_km, marca, ar_condicionado FROM catalog LIMIT 1")
+            # The column types a client sees: PostgreSQL's for the same columns (`ano` an integer,
+            # a count a bigint).
+            cur = conn.execute("SELECT ano, co2_fossil_g_km, marca, ar_condicionado, count(*) OVER () AS n "
+                               "FROM catalog LIMIT 1")
             types = [c.type_code for c in cur.description]
             names = [psycopg.adapters.types.get(t).name if psycopg.adapters.types.get(t) else t for t in types]
-            check("column types int8, float8, text, bool", names == ["int8", "float8", "text", "bool"], str(names))
+            check("column types int4, float8, text, bool, int8", names == ["int4", "float8", "text", "bool", "int8"],
+                  str(names))
             # A join with the eco score view answers.
             n = conn.execute("SELECT COUNT(*) FROM catalog c JOIN vw_eco_score e ON c.id = e.id").fetchone()[0]
             check("join with vw_eco_score", n == 4000, str(n))

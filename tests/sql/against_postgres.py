@@ -106,7 +106,8 @@ SELECT c.*,
        round_half_even(CASE c.combustivel_fold
            WHEN 'eletrico' THEN 12000 * c.consumo_energetico_mj_km / 3.6 * 0.85
            WHEN 'flex' THEN CASE WHEN r.efic IS NOT NULL AND r.efic_etanol IS NOT NULL
-                                 THEN least(12000 / nullif(r.efic, 0) * 6.20, 12000 / nullif(r.efic_etanol, 0) * 4.10) END
+                                 THEN least(12000 / nullif(r.efic, 0) * 6.20,
+                                            12000 / nullif(r.efic_etanol, 0) * 4.10) END
            WHEN 'gasolina' THEN 12000 / nullif(r.efic, 0) * 6.20
            WHEN 'etanol' THEN 12000 / nullif(r.efic, 0) * 4.10
            WHEN 'diesel' THEN 12000 / nullif(r.efic, 0) * 6.00
@@ -116,7 +117,8 @@ FROM catalog c
 CROSS JOIN LATERAL (
     -- means of the non-null of city and highway (null when both are)
     SELECT (SELECT avg(v) FROM (VALUES (c.eficiencia_cidade_km_l), (c.eficiencia_estrada_km_l)) t(v)) AS efic,
-           (SELECT avg(v) FROM (VALUES (c.eficiencia_cidade_etanol_km_l), (c.eficiencia_estrada_etanol_km_l)) t(v)) AS efic_etanol
+           (SELECT avg(v) FROM (VALUES (c.eficiencia_cidade_etanol_km_l), (c.eficiencia_estrada_etanol_km_l)) t(v))
+               AS efic_etanol
 ) r;
 
 CREATE MATERIALIZED VIEW vw_eco_score AS
@@ -163,8 +165,8 @@ CORPUS = [
     Query("star_first_rows", "SELECT * FROM catalog ORDER BY id LIMIT 25"),
     Query("count_star", "SELECT count(*) FROM catalog"),
     Query("unaliased_aggregates",
-          "SELECT combustivel_tipo, count(*), avg(co2_fossil_g_km), max(ano), min(tanque_l), sum(transmissao_marchas) "
-          "FROM catalog GROUP BY combustivel_tipo ORDER BY combustivel_tipo"),
+          "SELECT combustivel_tipo, count(*), avg(co2_fossil_g_km), max(ano), min(tanque_l), "
+          "sum(transmissao_marchas) FROM catalog GROUP BY combustivel_tipo ORDER BY combustivel_tipo"),
     Query("same_name_twice", "SELECT count(*), count(DISTINCT marca), count(motor) FROM catalog"),
     Query("unnamed_expressions",
           "SELECT id, ano - 2000, tanque_l * 2, marca || '/' || modelo FROM catalog ORDER BY id LIMIT 15"),
@@ -179,10 +181,9 @@ CORPUS = [
           "SELECT 7 / 2 AS a, -7 / 2 AS b, 7 % 3 AS c, -7 % 3 AS d, 7.0 / 2 AS e, 2 ^ 10 AS f, 1 / 3.0 AS g, "
           "0.1 + 0.2 = 0.3 AS h, 10 / 4 * 4 AS i"),
     Query("number_functions",
-          "SELECT abs(-3) AS a, abs(-2.5) AS b, ceil(2.1) AS c, floor(-2.1) AS d, round(2.5) AS e, "
-          "round(-2.5) AS f, round(2.5::float8) AS g, round(3.5::float8) AS h, round(2.345, 2) AS i, "
-          "trunc(2.789, 1) AS j, sqrt(16) AS k, power(2, 10) AS l, greatest(1, 5, 3) AS n, "
-          "least(2.5, 1.5) AS o, 17 / 5 * 5 + 17 % 5 AS p"),
+          "SELECT abs(-3) AS a, abs(-2.5) AS b, ceil(2.1) AS c, floor(-2.1) AS d, round(2.5) AS e, round(-2.5) AS f, "
+          "round(2.5::float8) AS g, round(3.5::float8) AS h, round(2.345, 2) AS i, trunc(2.789, 1) AS j, "
+          "sqrt(16) AS k, power(2, 10) AS l, greatest(1, 5, 3) AS n, least(2.5, 1.5) AS o, 17 / 5 * 5 + 17 % 5 AS p"),
     Query("sign_and_mod",
           "SELECT sign(-2.5) AS negativo, sign(0) AS zero, sign(-1.5::float8) AS duplo, mod(17, 5) AS resto, "
           "mod(-17, 5) AS resto_negativo, mod(7.5, 2) AS resto_decimal"),
@@ -194,10 +195,8 @@ CORPUS = [
     Query("explicit_nulls_first_last",
           "SELECT id, transmissao_marchas, co2_fossil_g_km FROM catalog WHERE marca = 'Peugeot' AND ano >= 2022 "
           "ORDER BY transmissao_marchas NULLS FIRST, co2_fossil_g_km DESC NULLS LAST, id"),
-    Query("distinct_pairs_unordered",
-          "SELECT DISTINCT marca, categoria FROM catalog WHERE ano = 2026", unordered=True),
-    Query("limit_offset",
-          "SELECT id, marca, modelo FROM catalog ORDER BY marca, modelo, id LIMIT 10 OFFSET 250"),
+    Query("distinct_pairs_unordered", "SELECT DISTINCT marca, categoria FROM catalog WHERE ano = 2026", unordered=True),
+    Query("limit_offset", "SELECT id, marca, modelo FROM catalog ORDER BY marca, modelo, id LIMIT 10 OFFSET 250"),
     Query("order_by_position_and_expression",
           "SELECT marca, count(*) AS n FROM catalog GROUP BY marca ORDER BY 2 DESC, lower(marca) LIMIT 8 OFFSET 2"),
     Query("between_and_in_list",
@@ -210,25 +209,26 @@ CORPUS = [
     Query("nullif_empty_text",
           "SELECT nullif(transmissao_tipo, '') AS transmissao, count(*) AS n FROM catalog GROUP BY 1 ORDER BY 1"),
     Query("boolean_group_desc",
-          "SELECT ar_condicionado, count(*) AS n, avg(co2_fossil_g_km) AS co2 FROM catalog "
-          "GROUP BY ar_condicionado ORDER BY ar_condicionado DESC"),
+          "SELECT ar_condicionado, count(*) AS n, avg(co2_fossil_g_km) AS co2 FROM catalog GROUP BY ar_condicionado "
+          "ORDER BY ar_condicionado DESC"),
     Query("boolean_where",
-          "SELECT marca, count(*) AS n FROM catalog WHERE NOT ar_condicionado GROUP BY marca "
-          "ORDER BY n DESC, marca LIMIT 10"),
+          "SELECT marca, count(*) AS n FROM catalog WHERE NOT ar_condicionado GROUP BY marca ORDER BY n DESC, marca "
+          "LIMIT 10"),
     Query("boolean_where_is_not_true",
-          "SELECT count(*) FILTER (WHERE ar_condicionado) AS com, count(*) FILTER (WHERE ar_condicionado IS NOT TRUE) "
-          "AS sem_ou_nulo, count(*) FILTER (WHERE ar_condicionado IS UNKNOWN) AS nulo FROM catalog"),
+          "SELECT count(*) FILTER (WHERE ar_condicionado) AS com, count(*) "
+          "FILTER (WHERE ar_condicionado IS NOT TRUE) AS sem_ou_nulo, count(*) "
+          "FILTER (WHERE ar_condicionado IS UNKNOWN) AS nulo FROM catalog"),
     Query("greatest_least_skip_nulls",
           "SELECT id, greatest(eficiencia_cidade_km_l, eficiencia_estrada_km_l) AS melhor, "
           "least(eficiencia_cidade_km_l, eficiencia_estrada_km_l) AS pior FROM catalog "
           "WHERE eficiencia_cidade_km_l IS NULL OR eficiencia_estrada_km_l IS NULL ORDER BY id LIMIT 40"),
     Query("case_searched",
           "SELECT CASE WHEN co2_fossil_g_km IS NULL THEN 'sem dado' WHEN co2_fossil_g_km = 0 THEN 'zero' "
-          "WHEN co2_fossil_g_km < 100 THEN 'baixo' WHEN co2_fossil_g_km < 150 THEN 'medio' ELSE 'alto' END AS classe, "
-          "count(*) AS n FROM catalog GROUP BY 1 ORDER BY 1"),
+          "WHEN co2_fossil_g_km < 100 THEN 'baixo' WHEN co2_fossil_g_km < 150 THEN 'medio' "
+          "ELSE 'alto' END AS classe, count(*) AS n FROM catalog GROUP BY 1 ORDER BY 1"),
     Query("case_simple",
-          "SELECT CASE combustivel_fold WHEN 'flex' THEN 1 WHEN 'eletrico' THEN 2 ELSE 0 END AS codigo, "
-          "count(*) AS n FROM catalog GROUP BY 1 ORDER BY 1"),
+          "SELECT CASE combustivel_fold WHEN 'flex' THEN 1 WHEN 'eletrico' THEN 2 "
+          "ELSE 0 END AS codigo, count(*) AS n FROM catalog GROUP BY 1 ORDER BY 1"),
 
     # --- integer and cast semantics -------------------------------------------------------------
     Query("integer_division_and_modulo",
@@ -241,14 +241,15 @@ CORPUS = [
           "FROM catalog GROUP BY marca ORDER BY marca"),
     Query("float_to_int_rounds",
           "SELECT id, eficiencia_cidade_km_l, eficiencia_cidade_km_l::int AS inteiro, (tanque_l / 4)::int AS quarto, "
-          "round(eficiencia_cidade_km_l) AS arredondado FROM catalog "
-          "WHERE eficiencia_cidade_km_l - floor(eficiencia_cidade_km_l) = 0.5 ORDER BY id LIMIT 40"),
+          "round(eficiencia_cidade_km_l) AS arredondado FROM catalog WHERE eficiencia_cidade_km_l "
+          "- floor(eficiencia_cidade_km_l) = 0.5 ORDER BY id LIMIT 40"),
     Query("round_avg_numeric",
           "SELECT combustivel_tipo, round(avg(co2_fossil_g_km)::numeric, 2) AS co2, round(avg(tanque_l)::numeric, 1) "
           "FROM catalog GROUP BY 1 ORDER BY 1"),
     Query("text_casts",
-          "SELECT id, ano::text || '-' || coalesce(transmissao_marchas::text, '?') AS chave, ar_condicionado::text AS ar, "
-          "co2_fossil_g_km::text AS co2, eficiencia_cidade_km_l::text AS cidade FROM catalog ORDER BY id LIMIT 30"),
+          "SELECT id, ano::text || '-' || coalesce(transmissao_marchas::text, '?') AS chave, "
+          "ar_condicionado::text AS ar, co2_fossil_g_km::text AS co2, eficiencia_cidade_km_l::text AS cidade "
+          "FROM catalog ORDER BY id LIMIT 30"),
     Query("casts_from_text",
           "SELECT '42'::int + 1 AS a, CAST('2.5' AS double precision) * 2 AS b, '2024-02-29'::date AS c, "
           "CAST('17' AS numeric) / 4 AS d, 'true'::boolean AS e, '  7 '::int AS f"),
@@ -256,7 +257,8 @@ CORPUS = [
     # --- text -----------------------------------------------------------------------------------
     Query("text_byte_order", "SELECT DISTINCT categoria FROM catalog ORDER BY categoria"),
     Query("text_order_case_and_accents",
-          "SELECT DISTINCT modelo FROM catalog WHERE marca IN ('Fiat', 'Citroën', 'BMW', 'Peugeot') ORDER BY modelo DESC"),
+          "SELECT DISTINCT modelo FROM catalog WHERE marca IN ('Fiat', 'Citroën', 'BMW', 'Peugeot') "
+          "ORDER BY modelo DESC"),
     Query("text_compare_greater",
           "SELECT marca, min(modelo) AS primeiro, max(modelo) AS ultimo FROM catalog WHERE marca > 'G' "
           "GROUP BY marca ORDER BY marca DESC"),
@@ -264,8 +266,8 @@ CORPUS = [
           "SELECT DISTINCT tipo_propulsao, categoria FROM catalog WHERE tipo_propulsao > 'Elz' AND categoria < 'Mz' "
           "ORDER BY 1, 2"),
     Query("min_max_text",
-          "SELECT tipo_propulsao, min(categoria) AS menor, max(categoria) AS maior, max(marca || ' ' || modelo) AS ultimo "
-          "FROM catalog GROUP BY tipo_propulsao ORDER BY tipo_propulsao"),
+          "SELECT tipo_propulsao, min(categoria) AS menor, max(categoria) AS maior, "
+          "max(marca || ' ' || modelo) AS ultimo FROM catalog GROUP BY tipo_propulsao ORDER BY tipo_propulsao"),
     Query("length_in_characters",
           "SELECT DISTINCT categoria, length(categoria) AS letras, octet_length(categoria) AS bytes, "
           "char_length(categoria) FROM catalog ORDER BY 1"),
@@ -275,15 +277,16 @@ CORPUS = [
     Query("initcap_versions",
           "SELECT DISTINCT initcap(versao) FROM catalog WHERE marca IN ('Honda', 'Citroën') ORDER BY 1"),
     Query("like_ilike",
-          "SELECT count(*) FILTER (WHERE modelo LIKE '%-%') AS hifen, count(*) FILTER (WHERE versao ILIKE '%turbo%') AS turbo, "
-          "count(*) FILTER (WHERE categoria LIKE 'Utilit_rio%') AS utilitario, "
+          "SELECT count(*) FILTER (WHERE modelo LIKE '%-%') AS hifen, count(*) FILTER (WHERE versao ILIKE '%turbo%') "
+          "AS turbo, count(*) FILTER (WHERE categoria LIKE 'Utilit_rio%') AS utilitario, "
           "count(*) FILTER (WHERE categoria NOT LIKE '%o') AS nao_termina_o, "
-          "count(*) FILTER (WHERE categoria ILIKE 'MÉDIO') AS medio, count(*) FILTER (WHERE marca LIKE 'C_tro_n') AS citroen "
-          "FROM catalog"),
+          "count(*) FILTER (WHERE categoria ILIKE 'MÉDIO') AS medio, count(*) FILTER (WHERE marca LIKE 'C_tro_n') "
+          "AS citroen FROM catalog"),
     Query("substring_and_position",
-          "SELECT DISTINCT categoria, substring(categoria from 2 for 3) AS meio, substring(categoria, 1, 4) AS inicio, "
-          "position('o' in categoria) AS pos_o, strpos(categoria, 'é') AS pos_e, left(categoria, 2) AS l2, "
-          "right(categoria, 3) AS r3 FROM catalog ORDER BY 1"),
+          "SELECT DISTINCT categoria, substring(categoria from 2 for 3) AS meio, "
+          "substring(categoria, 1, 4) AS inicio, position('o' in categoria) AS pos_o, "
+          "strpos(categoria, 'é') AS pos_e, left(categoria, 2) AS l2, right(categoria, 3) AS r3 FROM catalog "
+          "ORDER BY 1"),
     Query("split_part",
           "SELECT split_part(versao, ' ', 1) AS acabamento, split_part(categoria, ' ', 2) AS segunda, count(*) AS n "
           "FROM catalog GROUP BY 1, 2 ORDER BY n DESC, 1, 2 LIMIT 20"),
@@ -292,23 +295,21 @@ CORPUS = [
           "regexp_replace(versao, '[0-9.]+', '#', 'g') AS todos, regexp_replace(lower(versao), '\\s+', '_', 'g') "
           "FROM catalog WHERE marca = 'Honda' ORDER BY 1"),
     Query("regexp_match",
-          "SELECT DISTINCT versao, (regexp_match(versao, '([0-9])\\.([0-9])'))[1] AS litros, "
-          "versao ~ 'CVT$' AS cvt, versao ~* 'turbo' AS turbo, "
-          "regexp_count(versao, '[A-Z]') AS maiusculas FROM catalog WHERE marca = 'Toyota' ORDER BY 1"),
+          "SELECT DISTINCT versao, (regexp_match(versao, '([0-9])\\.([0-9])'))[1] AS litros, versao ~ 'CVT$' AS cvt, "
+          "versao ~* 'turbo' AS turbo, regexp_count(versao, '[A-Z]') AS maiusculas FROM catalog "
+          "WHERE marca = 'Toyota' ORDER BY 1"),
     Query("substring_regex",
           "SELECT DISTINCT versao, substring(versao from '[0-9]\\.[0-9]') AS motor_txt, "
           "substring(versao from 'TURBO|HÍBRIDO') AS tipo FROM catalog WHERE marca = 'Kia' ORDER BY 1"),
     Query("concat_with_nulls",
           "SELECT id, marca || ' ' || modelo AS nome, 'Motor ' || motor AS m, concat(marca, ' ', motor) AS c, "
-          "concat_ws('/', marca, motor, transmissao_tipo) AS cw FROM catalog "
-          "WHERE motor IS NULL OR transmissao_tipo IS NULL ORDER BY id LIMIT 30"),
+          "concat_ws('/', marca, motor, transmissao_tipo) AS cw FROM catalog WHERE motor IS NULL "
+          "OR transmissao_tipo IS NULL ORDER BY id LIMIT 30"),
     Query("text_functions",
           "SELECT DISTINCT modelo, replace(modelo, '-', ' ') AS r, lpad(length(modelo)::text, 4, '*') AS p, "
           "reverse(modelo) AS v, repeat(left(modelo, 1), 3) AS t, btrim('  ' || modelo || '  ') AS b, "
-          "upper(modelo) = modelo AS caixa_alta FROM catalog WHERE marca IN ('Volkswagen', 'Fiat') "
-          "ORDER BY 1"),
-    Query("md5",
-          "SELECT DISTINCT modelo, md5(modelo) FROM catalog WHERE marca IN ('Fiat', 'Citroën') ORDER BY 1"),
+          "upper(modelo) = modelo AS caixa_alta FROM catalog WHERE marca IN ('Volkswagen', 'Fiat') ORDER BY 1"),
+    Query("md5", "SELECT DISTINCT modelo, md5(modelo) FROM catalog WHERE marca IN ('Fiat', 'Citroën') ORDER BY 1"),
     Query("string_agg_ordered",
           "SELECT categoria, string_agg(DISTINCT marca, ', ' ORDER BY marca) AS marcas FROM catalog "
           "GROUP BY categoria ORDER BY categoria"),
@@ -328,8 +329,8 @@ CORPUS = [
           "avg(co2_fossil_g_km) FILTER (WHERE combustivel_tipo = 'Flex') AS co2_flex, "
           "max(tanque_l) FILTER (WHERE ar_condicionado) AS tanque FROM catalog GROUP BY ano ORDER BY ano"),
     Query("bool_and_or",
-          "SELECT marca, bool_and(ar_condicionado) AS todos_com_ar, bool_or(combustivel_tipo = 'Elétrico') AS tem_eletrico, "
-          "bool_and(ano >= 2015) AS desde_2015 FROM catalog GROUP BY marca ORDER BY marca"),
+          "SELECT marca, bool_and(ar_condicionado) AS todos_com_ar, bool_or(combustivel_tipo = 'Elétrico') "
+          "AS tem_eletrico, bool_and(ano >= 2015) AS desde_2015 FROM catalog GROUP BY marca ORDER BY marca"),
     Query("every",
           "SELECT categoria, every(ar_condicionado) AS todos_com_ar, every(ano >= 2013) FROM catalog "
           "GROUP BY categoria ORDER BY categoria"),
@@ -337,43 +338,43 @@ CORPUS = [
           "SELECT combustivel_tipo, stddev(co2_fossil_g_km), stddev_pop(co2_fossil_g_km) AS dp_pop, "
           "stddev_samp(tanque_l) AS dp_tanque, variance(consumo_energetico_mj_km), "
           "var_pop(consumo_energetico_mj_km) AS vp, var_samp(tanque_l) AS vs FROM catalog GROUP BY 1 ORDER BY 1",
-          tol=1e-7),
+          tol=1e-07),
     Query("correlation_regression",
           "SELECT combustivel_tipo, corr(consumo_energetico_mj_km, co2_fossil_g_km) AS r, "
           "regr_slope(co2_fossil_g_km, consumo_energetico_mj_km) AS inclinacao, "
           "regr_intercept(co2_fossil_g_km, consumo_energetico_mj_km) AS intercepto, "
           "covar_samp(consumo_energetico_mj_km, co2_fossil_g_km) AS cov, "
           "regr_count(co2_fossil_g_km, consumo_energetico_mj_km) AS pares FROM catalog GROUP BY 1 ORDER BY 1",
-          tol=1e-7),
+          tol=1e-07),
     Query("percentiles",
           "SELECT categoria, percentile_cont(0.5) WITHIN GROUP (ORDER BY co2_fossil_g_km) AS mediana, "
           "percentile_disc(0.9) WITHIN GROUP (ORDER BY co2_fossil_g_km) AS p90, "
           "percentile_cont(0.25) WITHIN GROUP (ORDER BY ano) AS q1_ano, "
-          "percentile_disc(0.5) WITHIN GROUP (ORDER BY marca) AS marca_mediana "
-          "FROM catalog GROUP BY categoria ORDER BY categoria"),
+          "percentile_disc(0.5) WITHIN GROUP (ORDER BY marca) AS marca_mediana FROM catalog GROUP BY categoria "
+          "ORDER BY categoria"),
     Query("mode",
           "SELECT tipo_propulsao, mode() WITHIN GROUP (ORDER BY marca) AS marca_comum, "
           "mode() WITHIN GROUP (ORDER BY ano) AS ano_comum FROM catalog GROUP BY tipo_propulsao ORDER BY 1"),
     Query("avg_of_counts",
-          "SELECT avg(n) AS media, max(n) AS maior, min(n) AS menor FROM "
-          "(SELECT marca, count(*) AS n FROM catalog GROUP BY marca) t"),
+          "SELECT avg(n) AS media, max(n) AS maior, min(n) AS menor FROM (SELECT marca, count(*) AS n FROM catalog "
+          "GROUP BY marca) t"),
 
     # --- subqueries -----------------------------------------------------------------------------
     Query("scalar_subquery_in_select",
           "SELECT marca, count(*) AS n, round(100.0 * count(*) / (SELECT count(*) FROM catalog), 2) AS pct "
           "FROM catalog GROUP BY marca ORDER BY n DESC, marca LIMIT 10"),
     Query("scalar_subquery_in_where",
-          "SELECT id, marca, co2_fossil_g_km FROM catalog WHERE co2_fossil_g_km > "
-          "(SELECT avg(co2_fossil_g_km) + 2 * stddev(co2_fossil_g_km) FROM catalog) "
+          "SELECT id, marca, co2_fossil_g_km FROM catalog WHERE co2_fossil_g_km "
+          "> (SELECT avg(co2_fossil_g_km) + 2 * stddev(co2_fossil_g_km) FROM catalog) "
           "ORDER BY co2_fossil_g_km DESC, id LIMIT 30"),
     Query("correlated_in_where",
-          "SELECT categoria, count(*) AS abaixo_da_media FROM catalog c WHERE ano >= 2025 AND co2_fossil_g_km < "
-          "(SELECT avg(c2.co2_fossil_g_km) FROM catalog c2 WHERE c2.categoria = c.categoria) "
+          "SELECT categoria, count(*) AS abaixo_da_media FROM catalog c WHERE ano >= 2025 "
+          "AND co2_fossil_g_km < (SELECT avg(c2.co2_fossil_g_km) FROM catalog c2 WHERE c2.categoria = c.categoria) "
           "GROUP BY categoria ORDER BY categoria"),
     Query("correlated_in_select",
           "SELECT m.marca, (SELECT max(c2.ano) FROM catalog c2 WHERE c2.marca = m.marca "
-          "AND c2.combustivel_tipo = 'Elétrico') AS ultimo_eletrico FROM (SELECT DISTINCT marca FROM catalog) m "
-          "ORDER BY marca"),
+          "AND c2.combustivel_tipo = 'Elétrico') AS ultimo_eletrico FROM (SELECT DISTINCT marca "
+          "FROM catalog) m ORDER BY marca"),
     Query("exists",
           "SELECT DISTINCT marca FROM catalog c WHERE EXISTS (SELECT 1 FROM catalog e WHERE e.marca = c.marca "
           "AND e.combustivel_tipo = 'Elétrico') ORDER BY marca"),
@@ -381,73 +382,76 @@ CORPUS = [
           "SELECT DISTINCT marca FROM catalog c WHERE NOT EXISTS (SELECT 1 FROM catalog d WHERE d.marca = c.marca "
           "AND d.combustivel_tipo = 'Diesel') ORDER BY marca"),
     Query("in_subquery",
-          "SELECT marca, modelo, count(*) AS n FROM catalog WHERE modelo IN "
-          "(SELECT modelo FROM catalog WHERE tipo_propulsao = 'Híbrido Plug-in') GROUP BY marca, modelo ORDER BY marca, modelo"),
+          "SELECT marca, modelo, count(*) AS n FROM catalog WHERE modelo IN (SELECT modelo FROM catalog "
+          "WHERE tipo_propulsao = 'Híbrido Plug-in') GROUP BY marca, modelo ORDER BY marca, modelo"),
     Query("not_in_subquery_with_nulls",
-          "SELECT count(*) AS n FROM catalog WHERE transmissao_marchas NOT IN "
-          "(SELECT transmissao_marchas FROM catalog WHERE transmissao_tipo = 'CVT')"),
+          "SELECT count(*) AS n FROM catalog WHERE transmissao_marchas NOT IN (SELECT transmissao_marchas "
+          "FROM catalog WHERE transmissao_tipo = 'CVT')"),
     Query("not_in_subquery",
           "SELECT transmissao_marchas, count(*) AS n FROM catalog WHERE transmissao_marchas NOT IN "
-          "(SELECT transmissao_marchas FROM catalog WHERE transmissao_tipo = 'Manual' AND transmissao_marchas IS NOT NULL) "
-          "GROUP BY 1 ORDER BY 1"),
+          "(SELECT transmissao_marchas FROM catalog WHERE transmissao_tipo = 'Manual' "
+          "AND transmissao_marchas IS NOT NULL) GROUP BY 1 ORDER BY 1"),
     Query("greater_than_all",
-          "SELECT marca, count(*) AS n, min(co2_fossil_g_km) AS menor FROM catalog WHERE co2_fossil_g_km > ALL "
-          "(SELECT co2_fossil_g_km FROM catalog WHERE combustivel_tipo = 'GNV' AND co2_fossil_g_km IS NOT NULL) "
-          "GROUP BY marca ORDER BY marca"),
+          "SELECT marca, count(*) AS n, min(co2_fossil_g_km) AS menor FROM catalog "
+          "WHERE co2_fossil_g_km > ALL (SELECT co2_fossil_g_km FROM catalog WHERE combustivel_tipo = 'GNV' "
+          "AND co2_fossil_g_km IS NOT NULL) GROUP BY marca ORDER BY marca"),
     Query("all_over_nulls_and_empty",
           "SELECT count(*) FILTER (WHERE tanque_l > ALL (SELECT v FROM (VALUES (40.0), (45.0)) t(v))) AS acima, "
           "count(*) FILTER (WHERE tanque_l > ALL (SELECT v FROM (VALUES (40.0), (NULL)) t(v))) AS com_nulo, "
           "count(*) FILTER (WHERE tanque_l > ALL (SELECT tanque_l FROM catalog WHERE marca = 'nenhuma')) AS vazio "
           "FROM catalog"),
     Query("equals_any",
-          "SELECT marca, count(*) AS n FROM catalog WHERE ano = ANY (SELECT ano FROM catalog WHERE combustivel_tipo = 'GNV') "
-          "AND marca = ANY (ARRAY['Fiat', 'Chevrolet', 'Volkswagen']) GROUP BY marca ORDER BY marca"),
+          "SELECT marca, count(*) AS n FROM catalog WHERE ano = ANY (SELECT ano FROM catalog "
+          "WHERE combustivel_tipo = 'GNV') AND marca = ANY (ARRAY['Fiat', 'Chevrolet', 'Volkswagen']) GROUP BY marca "
+          "ORDER BY marca"),
 
     # --- set operations -------------------------------------------------------------------------
     Query("intersect",
-          "SELECT modelo FROM catalog WHERE ano = 2015 INTERSECT SELECT modelo FROM catalog WHERE ano = 2025 ORDER BY modelo"),
+          "SELECT modelo FROM catalog WHERE ano = 2015 INTERSECT SELECT modelo FROM catalog WHERE ano = 2025 "
+          "ORDER BY modelo"),
     Query("except",
           "SELECT marca FROM catalog WHERE ano <= 2014 EXCEPT SELECT marca FROM catalog WHERE ano >= 2025 ORDER BY 1"),
     Query("union_all",
-          "SELECT 'combustivel' AS dimensao, combustivel_tipo AS valor, count(*) AS n FROM catalog GROUP BY combustivel_tipo "
-          "UNION ALL SELECT 'propulsao', tipo_propulsao, count(*) FROM catalog GROUP BY tipo_propulsao "
-          "ORDER BY dimensao, valor"),
+          "SELECT 'combustivel' AS dimensao, combustivel_tipo AS valor, count(*) AS n FROM catalog "
+          "GROUP BY combustivel_tipo UNION ALL SELECT 'propulsao', tipo_propulsao, count(*) FROM catalog "
+          "GROUP BY tipo_propulsao ORDER BY dimensao, valor"),
     Query("union_distinct",
           "SELECT tipo_propulsao AS v FROM catalog UNION SELECT combustivel_tipo FROM catalog ORDER BY v"),
     Query("intersect_all_unordered",
           "SELECT ano FROM catalog WHERE marca = 'BYD' INTERSECT ALL SELECT ano FROM catalog WHERE marca = 'Volvo'",
           unordered=True),
     Query("except_all",
-          "SELECT combustivel_tipo FROM catalog WHERE ano = 2026 EXCEPT ALL "
-          "SELECT combustivel_tipo FROM catalog WHERE ano = 2025 ORDER BY 1"),
+          "SELECT combustivel_tipo FROM catalog WHERE ano = 2026 EXCEPT ALL SELECT combustivel_tipo FROM catalog "
+          "WHERE ano = 2025 ORDER BY 1"),
 
     # --- grouping sets --------------------------------------------------------------------------
     Query("rollup",
           "SELECT combustivel_tipo, ar_condicionado, count(*) AS n, grouping(combustivel_tipo, ar_condicionado) AS g "
-          "FROM catalog GROUP BY ROLLUP (combustivel_tipo, ar_condicionado) ORDER BY g, combustivel_tipo, ar_condicionado"),
+          "FROM catalog GROUP BY ROLLUP (combustivel_tipo, ar_condicionado) "
+          "ORDER BY g, combustivel_tipo, ar_condicionado"),
     Query("cube",
           "SELECT tipo_propulsao, ar_condicionado, count(*) AS n, avg(co2_fossil_g_km) AS co2, "
           "grouping(tipo_propulsao) AS gt, grouping(ar_condicionado) AS ga FROM catalog "
           "GROUP BY CUBE (tipo_propulsao, ar_condicionado) ORDER BY gt, ga, tipo_propulsao, ar_condicionado"),
     Query("grouping_sets",
           "SELECT marca, ano, count(*) AS n, grouping(marca) AS gm, grouping(ano) AS ga FROM catalog "
-          "WHERE marca IN ('Fiat', 'BYD', 'Toyota') GROUP BY GROUPING SETS ((marca), (ano), ()) ORDER BY gm, ga, marca, ano"),
+          "WHERE marca IN ('Fiat', 'BYD', 'Toyota') GROUP BY GROUPING SETS ((marca), (ano), ()) "
+          "ORDER BY gm, ga, marca, ano"),
 
     # --- window functions -----------------------------------------------------------------------
     Query("moving_average_rows_frame",
-          "WITH y AS (SELECT ano, count(*) AS n FROM catalog GROUP BY ano) SELECT ano, n, "
-          "avg(n) OVER (ORDER BY ano ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS media_movel, "
+          "WITH y AS (SELECT ano, count(*) AS n FROM catalog GROUP BY ano) "
+          "SELECT ano, n, avg(n) OVER (ORDER BY ano ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS media_movel, "
           "sum(n) OVER (ORDER BY ano) AS acumulado FROM y ORDER BY ano"),
     Query("range_frames",
-          "SELECT id, ano, co2_fossil_g_km, "
-          "count(*) OVER (ORDER BY ano RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS vizinhos, "
-          "count(*) OVER (ORDER BY ano) AS ate_o_ano, "
+          "SELECT id, ano, co2_fossil_g_km, count(*) OVER (ORDER BY ano RANGE BETWEEN 1 PRECEDING "
+          "AND 1 FOLLOWING) AS vizinhos, count(*) OVER (ORDER BY ano) AS ate_o_ano, "
           "avg(co2_fossil_g_km) OVER (ORDER BY ano RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS co2_ate "
           "FROM catalog WHERE marca = 'BYD' ORDER BY id"),
     Query("rank_dense_rank_row_number",
-          "SELECT marca, modelo, n, rank() OVER w, dense_rank() OVER w, row_number() OVER (ORDER BY n DESC, marca, modelo) "
-          "FROM (SELECT marca, modelo, count(*) AS n FROM catalog GROUP BY marca, modelo) t "
-          "WINDOW w AS (ORDER BY n DESC) ORDER BY row_number LIMIT 30"),
+          "SELECT marca, modelo, n, rank() OVER w, dense_rank() OVER w, "
+          "row_number() OVER (ORDER BY n DESC, marca, modelo) FROM (SELECT marca, modelo, count(*) AS n FROM catalog "
+          "GROUP BY marca, modelo) t WINDOW w AS (ORDER BY n DESC) ORDER BY row_number LIMIT 30"),
     Query("ntile_percent_rank_cume_dist",
           "SELECT marca, n, ntile(4) OVER (ORDER BY n, marca) AS quartil, percent_rank() OVER (ORDER BY n) AS pr, "
           "cume_dist() OVER (ORDER BY n) AS cd FROM (SELECT marca, count(*) AS n FROM catalog GROUP BY marca) t "
@@ -462,19 +466,21 @@ CORPUS = [
           "ORDER BY ano DESC, co2_fossil_g_km ASC NULLS FIRST, id DESC) AS pos FROM catalog "
           "WHERE marca = 'Volkswagen' AND ano >= 2022 ORDER BY categoria, pos"),
     Query("first_value_nulls_last",
-          "SELECT DISTINCT marca, first_value(modelo) OVER (PARTITION BY marca ORDER BY co2_fossil_g_km NULLS LAST, id) "
-          "AS mais_limpo, first_value(co2_fossil_g_km) OVER (PARTITION BY marca ORDER BY co2_fossil_g_km DESC NULLS LAST, id) "
+          "SELECT DISTINCT marca, "
+          "first_value(modelo) OVER (PARTITION BY marca ORDER BY co2_fossil_g_km NULLS LAST, id) AS mais_limpo, "
+          "first_value(co2_fossil_g_km) OVER (PARTITION BY marca ORDER BY co2_fossil_g_km DESC NULLS LAST, id) "
           "AS maior_co2 FROM catalog ORDER BY marca"),
     Query("last_and_nth_value",
           "SELECT DISTINCT categoria, last_value(id) OVER w AS ultimo, nth_value(ano, 2) OVER w AS segundo_ano "
-          "FROM catalog WINDOW w AS (PARTITION BY categoria ORDER BY ano, id "
-          "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) ORDER BY categoria"),
+          "FROM catalog WINDOW w AS (PARTITION BY categoria ORDER BY ano, id ROWS BETWEEN UNBOUNDED PRECEDING "
+          "AND UNBOUNDED FOLLOWING) ORDER BY categoria"),
     Query("window_share_of_total",
           "SELECT combustivel_tipo, count(*) AS n, round(100.0 * count(*) / sum(count(*)) OVER (), 2) AS pct "
           "FROM catalog GROUP BY 1 ORDER BY n DESC, 1"),
     Query("window_partition_average",
-          "SELECT id, modelo, co2_fossil_g_km, co2_fossil_g_km - avg(co2_fossil_g_km) OVER (PARTITION BY modelo) AS desvio, "
-          "max(ano) OVER (PARTITION BY modelo) AS ultimo_ano FROM catalog WHERE marca = 'Fiat' AND ano = 2026 ORDER BY id"),
+          "SELECT id, modelo, co2_fossil_g_km, co2_fossil_g_km - avg(co2_fossil_g_km) OVER (PARTITION BY modelo) "
+          "AS desvio, max(ano) OVER (PARTITION BY modelo) AS ultimo_ano FROM catalog WHERE marca = 'Fiat' "
+          "AND ano = 2026 ORDER BY id"),
 
     # --- CTEs, recursion, LATERAL, DISTINCT ON ---------------------------------------------------
     Query("recursive_years",
@@ -485,18 +491,19 @@ CORPUS = [
           "WHERE n < 20) SELECT n, fatorial FROM t ORDER BY n"),
     Query("several_ctes",
           "WITH por_marca AS (SELECT marca, count(*) AS n FROM catalog GROUP BY marca), "
-          "eletricos AS (SELECT marca, count(*) AS e FROM catalog WHERE combustivel_tipo = 'Elétrico' GROUP BY marca) "
-          "SELECT p.marca, p.n, coalesce(e.e, 0) AS e, round(100.0 * coalesce(e.e, 0) / p.n, 1) AS pct "
-          "FROM por_marca p LEFT JOIN eletricos e USING (marca) ORDER BY pct DESC, p.marca"),
+          "eletricos AS (SELECT marca, count(*) AS e FROM catalog WHERE combustivel_tipo = 'Elétrico' "
+          "GROUP BY marca) SELECT p.marca, p.n, coalesce(e.e, 0) AS e, "
+          "round(100.0 * coalesce(e.e, 0) / p.n, 1) AS pct FROM por_marca p LEFT JOIN eletricos e USING (marca) "
+          "ORDER BY pct DESC, p.marca"),
     Query("lateral_top_three",
           "SELECT cat.categoria, t.id, t.co2 FROM (SELECT DISTINCT categoria FROM catalog) cat, "
           "LATERAL (SELECT id, co2_fossil_g_km AS co2 FROM catalog c WHERE c.categoria = cat.categoria "
-          "AND co2_fossil_g_km IS NOT NULL ORDER BY co2_fossil_g_km DESC, id LIMIT 3) t "
-          "ORDER BY cat.categoria, t.co2 DESC, t.id"),
+          "AND co2_fossil_g_km IS NOT NULL ORDER BY co2_fossil_g_km DESC, id "
+          "LIMIT 3) t ORDER BY cat.categoria, t.co2 DESC, t.id"),
     Query("left_join_lateral",
-          "SELECT m.marca, x.ultimo FROM (SELECT DISTINCT marca FROM catalog) m LEFT JOIN LATERAL "
-          "(SELECT max(ano) AS ultimo FROM catalog c WHERE c.marca = m.marca AND c.tipo_propulsao = 'Híbrido') x ON true "
-          "ORDER BY m.marca"),
+          "SELECT m.marca, x.ultimo FROM (SELECT DISTINCT marca FROM catalog) m LEFT JOIN "
+          "LATERAL (SELECT max(ano) AS ultimo FROM catalog c WHERE c.marca = m.marca "
+          "AND c.tipo_propulsao = 'Híbrido') x ON true ORDER BY m.marca"),
     Query("distinct_on",
           "SELECT DISTINCT ON (marca) marca, modelo, versao, co2_fossil_g_km FROM catalog "
           "WHERE co2_fossil_g_km IS NOT NULL ORDER BY marca, co2_fossil_g_km, id"),
@@ -513,16 +520,16 @@ CORPUS = [
           "AND a.modelo = b.modelo AND a.versao = b.versao AND b.ano = a.ano + 1 GROUP BY a.marca, a.modelo "
           "ORDER BY pares DESC, a.marca, a.modelo LIMIT 15"),
     Query("concat_across_join",
-          "SELECT DISTINCT c.marca || ' · ' || e.eco_faixa AS rotulo FROM catalog c JOIN vw_eco_score e ON e.id = c.id "
-          "WHERE c.ano = 2026 ORDER BY 1"),
+          "SELECT DISTINCT c.marca || ' · ' || e.eco_faixa AS rotulo FROM catalog c JOIN vw_eco_score e "
+          "ON e.id = c.id WHERE c.ano = 2026 ORDER BY 1"),
     Query("anti_join",
           "SELECT count(*) AS sem_score FROM catalog c LEFT JOIN vw_eco_score e ON e.id = c.id "
           "AND e.eco_score IS NOT NULL WHERE e.id IS NULL"),
     Query("full_join",
-          "SELECT coalesce(a.ano, b.ano) AS ano, a.n AS flex, b.n AS eletrico FROM "
-          "(SELECT ano, count(*) AS n FROM catalog WHERE combustivel_tipo = 'Flex' AND ano < 2016 GROUP BY ano) a "
-          "FULL JOIN (SELECT ano, count(*) AS n FROM catalog WHERE combustivel_tipo = 'Elétrico' GROUP BY ano) b "
-          "ON a.ano = b.ano ORDER BY 1"),
+          "SELECT coalesce(a.ano, b.ano) AS ano, a.n AS flex, b.n AS eletrico "
+          "FROM (SELECT ano, count(*) AS n FROM catalog WHERE combustivel_tipo = 'Flex' AND ano < 2016 "
+          "GROUP BY ano) a FULL JOIN (SELECT ano, count(*) AS n FROM catalog WHERE combustivel_tipo = 'Elétrico' "
+          "GROUP BY ano) b ON a.ano = b.ano ORDER BY 1"),
     Query("cross_join",
           "SELECT f.eco_faixa, p.tipo_propulsao FROM (SELECT DISTINCT eco_faixa FROM vw_eco_score "
           "WHERE eco_faixa IS NOT NULL) f CROSS JOIN (SELECT DISTINCT tipo_propulsao FROM catalog) p ORDER BY 1, 2"),
@@ -535,7 +542,8 @@ CORPUS = [
           "SELECT id, eficiencia_media_referencia, consumo_referencia, co2_referencia_g_km, autonomia_km, "
           "custo_anual_estimado FROM vw_metrics ORDER BY id"),
     Query("eco_score_every_row",
-          "SELECT id, indice_energia, indice_co2, indice_poluentes, eco_score, eco_faixa FROM vw_eco_score ORDER BY id"),
+          "SELECT id, indice_energia, indice_co2, indice_poluentes, eco_score, eco_faixa FROM vw_eco_score "
+          "ORDER BY id"),
     Query("band_counts",
           "SELECT eco_faixa, count(*), round(avg(eco_score)::numeric, 2) AS media FROM vw_eco_score "
           "GROUP BY eco_faixa ORDER BY eco_faixa NULLS FIRST"),
@@ -549,7 +557,8 @@ CORPUS = [
           "ORDER BY autonomia_km DESC, id"),
     Query("cost_by_fuel",
           "SELECT combustivel_tipo, count(custo_anual_estimado) AS com_custo, avg(custo_anual_estimado) AS media, "
-          "min(custo_anual_estimado) AS menor, max(custo_anual_estimado) AS maior FROM vw_metrics GROUP BY 1 ORDER BY 1"),
+          "min(custo_anual_estimado) AS menor, max(custo_anual_estimado) AS maior FROM vw_metrics GROUP BY 1 "
+          "ORDER BY 1"),
     Query("index_averages",
           "SELECT tipo_propulsao, avg(indice_energia) AS energia, avg(indice_co2) AS co2, "
           "avg(indice_poluentes) AS poluentes FROM vw_eco_score GROUP BY 1 ORDER BY 1"),
@@ -558,17 +567,19 @@ CORPUS = [
           "GROUP BY marca ORDER BY marca"),
     Query("brand_gap",
           "WITH m AS (SELECT marca, modelo, avg(eco_score) AS s FROM vw_eco_score GROUP BY marca, modelo) "
-          "SELECT marca, max(s) - min(s) AS gap FROM m GROUP BY marca HAVING max(s) - min(s) > 30 ORDER BY gap DESC, marca"),
+          "SELECT marca, max(s) - min(s) AS gap FROM m GROUP BY marca HAVING max(s) - min(s) > 30 "
+          "ORDER BY gap DESC, marca"),
     Query("cheapest_per_category",
           "SELECT DISTINCT ON (categoria) categoria, marca, modelo, custo_anual_estimado FROM vw_metrics "
           "WHERE custo_anual_estimado IS NOT NULL ORDER BY categoria, custo_anual_estimado, id"),
 
     # --- dates ----------------------------------------------------------------------------------
     Query("date_functions_on_constants",
-          "SELECT date_trunc('month', timestamp '2024-03-15 10:30:00') AS mes, extract(year from date '2024-03-01') AS ano, "
-          "make_date(2024, 2, 29) AS bissexto, date '2024-03-01' + 30 AS mais_30, "
-          "date '2024-12-25' - date '2024-01-01' AS dias, extract(dow from date '2024-03-01') AS dia_semana, "
-          "timestamp '2024-01-31 12:00:00' + interval '1 month' AS mais_um_mes"),
+          "SELECT date_trunc('month', timestamp '2024-03-15 10:30:00') AS mes, "
+          "extract(year from date '2024-03-01') AS ano, make_date(2024, 2, 29) AS bissexto, "
+          "date '2024-03-01' + 30 AS mais_30, date '2024-12-25' - date '2024-01-01' AS dias, "
+          "extract(dow from date '2024-03-01') AS dia_semana, timestamp '2024-01-31 12:00:00' + interval '1 month' "
+          "AS mais_um_mes"),
     Query("make_date_per_year",
           "SELECT ano, make_date(ano, 1, 1) AS inicio, make_date(ano, 12, 31) - make_date(ano, 1, 1) + 1 AS dias, "
           "count(*) AS n FROM catalog GROUP BY ano ORDER BY ano"),

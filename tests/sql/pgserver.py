@@ -144,24 +144,36 @@ class PgServer:
         except subprocess.CalledProcessError as e:
             self.stop()
             raise RuntimeError(f"initdb failed: {e.stderr.strip()}") from None
+        # The port was free when picked; another process may take it before the server binds it.
+        for _ in range(3):
+            if self._launch(timeout):
+                return self
+            self.port = free_port()
+        self.stop()
+        raise RuntimeError(f"postgres could not bind a port:\n{self._log_tail()}")
+
+    def _launch(self, timeout: float) -> bool:
+        """Starts the server on self.port and waits until it accepts connections; False when the
+        port was taken."""
         args = [str(self.bin / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
                 "-k", str(self.socket_dir)]
         for name, value in SERVER_SETTINGS.items():
             args += ["-c", f"{name}={value}"]
-        log = open(self.log_path, "w")
-        if self.owner is not None:
-            os.chown(self.log_path, self.owner.pw_uid, self.owner.pw_gid)
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.folder,
-                                     preexec_fn=_die_with_parent, **self._as_owner())
-        log.close()
+        with open(self.log_path, "w") as log:
+            if self.owner is not None:
+                os.chown(self.log_path, self.owner.pw_uid, self.owner.pw_gid)
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=self.folder,
+                                         preexec_fn=_die_with_parent, **self._as_owner())
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
+                if "could not bind" in self._log_tail():
+                    return False
                 self.stop()
                 raise RuntimeError(f"postgres exited at start-up:\n{self._log_tail()}")
             try:
                 with psycopg.connect(self.conninfo(), connect_timeout=2):
-                    return self
+                    return True
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
                     self.stop()
