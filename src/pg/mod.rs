@@ -196,6 +196,7 @@ impl Backend {
             Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
             Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
             Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
+            Refused::Unsupported(m) => error("0A000", format!("consulta SQL não suportada: {m}")),
         })?;
         let runner = Arc::clone(&self.state.sql);
         let (done, result) = tokio::sync::oneshot::channel();

@@ -167,9 +167,11 @@ CORPUS = [
     Query("unaliased_aggregates",
           "SELECT combustivel_tipo, count(*), avg(co2_fossil_g_km), max(ano), min(tanque_l), "
           "sum(transmissao_marchas) FROM catalog GROUP BY combustivel_tipo ORDER BY combustivel_tipo"),
-    Query("same_name_twice", "SELECT count(*), count(DISTINCT marca), count(motor) FROM catalog"),
+    Query("same_name_twice", "SELECT count(*), count(DISTINCT marca), count(motor) FROM catalog",
+          known="two unaliased columns of one name are refused (answers are keyed by column name); PostgreSQL answers both as `count`"),
     Query("unnamed_expressions",
-          "SELECT id, ano - 2000, tanque_l * 2, marca || '/' || modelo FROM catalog ORDER BY id LIMIT 15"),
+          "SELECT id, ano - 2000, tanque_l * 2, marca || '/' || modelo FROM catalog ORDER BY id LIMIT 15",
+          known="two unaliased columns named `?column?` are refused; PostgreSQL answers them under one name"),
     Query("case_unaliased",
           "SELECT CASE WHEN ano < 2018 THEN 'antigo' ELSE 'novo' END, count(*) FROM catalog GROUP BY 1 ORDER BY 1"),
     Query("coalesce_unaliased",
@@ -300,7 +302,8 @@ CORPUS = [
           "WHERE marca = 'Toyota' ORDER BY 1"),
     Query("substring_regex",
           "SELECT DISTINCT versao, substring(versao from '[0-9]\\.[0-9]') AS motor_txt, "
-          "substring(versao from 'TURBO|HÍBRIDO') AS tipo FROM catalog WHERE marca = 'Kia' ORDER BY 1"),
+          "substring(versao from 'TURBO|HÍBRIDO') AS tipo FROM catalog WHERE marca = 'Kia' ORDER BY 1",
+          known="`substring(text FROM pattern)` with a regular expression is refused; PostgreSQL matches the pattern"),
     Query("concat_with_nulls",
           "SELECT id, marca || ' ' || modelo AS nome, 'Motor ' || motor AS m, concat(marca, ' ', motor) AS c, "
           "concat_ws('/', marca, motor, transmissao_tipo) AS cw FROM catalog WHERE motor IS NULL "
@@ -309,7 +312,8 @@ CORPUS = [
           "SELECT DISTINCT modelo, replace(modelo, '-', ' ') AS r, lpad(length(modelo)::text, 4, '*') AS p, "
           "reverse(modelo) AS v, repeat(left(modelo, 1), 3) AS t, btrim('  ' || modelo || '  ') AS b, "
           "upper(modelo) = modelo AS caixa_alta FROM catalog WHERE marca IN ('Volkswagen', 'Fiat') ORDER BY 1"),
-    Query("md5", "SELECT DISTINCT modelo, md5(modelo) FROM catalog WHERE marca IN ('Fiat', 'Citroën') ORDER BY 1"),
+    Query("md5", "SELECT DISTINCT modelo, md5(modelo) FROM catalog WHERE marca IN ('Fiat', 'Citroën') ORDER BY 1",
+          known="`md5` is not offered; PostgreSQL answers the text's MD5 in hex"),
     Query("string_agg_ordered",
           "SELECT categoria, string_agg(DISTINCT marca, ', ' ORDER BY marca) AS marcas FROM catalog "
           "GROUP BY categoria ORDER BY categoria"),
@@ -399,7 +403,15 @@ CORPUS = [
           "SELECT count(*) FILTER (WHERE tanque_l > ALL (SELECT v FROM (VALUES (40.0), (45.0)) t(v))) AS acima, "
           "count(*) FILTER (WHERE tanque_l > ALL (SELECT v FROM (VALUES (40.0), (NULL)) t(v))) AS com_nulo, "
           "count(*) FILTER (WHERE tanque_l > ALL (SELECT tanque_l FROM catalog WHERE marca = 'nenhuma')) AS vazio "
-          "FROM catalog"),
+          "FROM catalog",
+          known="`ANY`/`ALL` with a subquery is refused outside a WHERE condition (here in FILTER); PostgreSQL answers it"),
+    Query("all_in_where_with_a_null",
+          "SELECT count(*) AS n FROM catalog WHERE tanque_l > ALL (SELECT v FROM (VALUES (40.0), (NULL)) t(v))"),
+    Query("all_in_where_over_nothing",
+          "SELECT count(*) AS n FROM catalog WHERE tanque_l > ALL (SELECT tanque_l FROM catalog WHERE marca = 'nenhuma')"),
+    Query("not_in_with_a_null",
+          "SELECT count(*) AS n FROM catalog WHERE ano NOT IN (SELECT CASE WHEN ano = 2020 THEN NULL ELSE ano END "
+          "FROM catalog WHERE combustivel_tipo = 'GNV')"),
     Query("equals_any",
           "SELECT marca, count(*) AS n FROM catalog WHERE ano = ANY (SELECT ano FROM catalog "
           "WHERE combustivel_tipo = 'GNV') AND marca = ANY (ARRAY['Fiat', 'Chevrolet', 'Volkswagen']) GROUP BY marca "
@@ -419,10 +431,12 @@ CORPUS = [
           "SELECT tipo_propulsao AS v FROM catalog UNION SELECT combustivel_tipo FROM catalog ORDER BY v"),
     Query("intersect_all_unordered",
           "SELECT ano FROM catalog WHERE marca = 'BYD' INTERSECT ALL SELECT ano FROM catalog WHERE marca = 'Volvo'",
-          unordered=True),
+          unordered=True,
+          known="`INTERSECT ALL` is refused; PostgreSQL keeps the duplicates common to both sides"),
     Query("except_all",
           "SELECT combustivel_tipo FROM catalog WHERE ano = 2026 EXCEPT ALL SELECT combustivel_tipo FROM catalog "
-          "WHERE ano = 2025 ORDER BY 1"),
+          "WHERE ano = 2025 ORDER BY 1",
+          known="`EXCEPT ALL` is refused; PostgreSQL keeps the surplus duplicates"),
 
     # --- grouping sets --------------------------------------------------------------------------
     Query("rollup",
@@ -499,7 +513,8 @@ CORPUS = [
           "SELECT cat.categoria, t.id, t.co2 FROM (SELECT DISTINCT categoria FROM catalog) cat, "
           "LATERAL (SELECT id, co2_fossil_g_km AS co2 FROM catalog c WHERE c.categoria = cat.categoria "
           "AND co2_fossil_g_km IS NOT NULL ORDER BY co2_fossil_g_km DESC, id "
-          "LIMIT 3) t ORDER BY cat.categoria, t.co2 DESC, t.id"),
+          "LIMIT 3) t ORDER BY cat.categoria, t.co2 DESC, t.id",
+          known="a `LATERAL` subquery with `ORDER BY … LIMIT` over the outer row is refused; PostgreSQL answers it per row"),
     Query("left_join_lateral",
           "SELECT m.marca, x.ultimo FROM (SELECT DISTINCT marca FROM catalog) m LEFT JOIN "
           "LATERAL (SELECT max(ano) AS ultimo FROM catalog c WHERE c.marca = m.marca "

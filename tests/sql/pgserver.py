@@ -131,7 +131,7 @@ class PgServer:
         return {"user": self.owner.pw_uid, "group": self.owner.pw_gid, "extra_groups": [], "env": env}
 
     def start(self, timeout: float = 60) -> "PgServer":
-        self.folder = Path(tempfile.mkdtemp(prefix="eco-pg-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="eco-pgserver-"))
         self.socket_dir.mkdir()
         if self.owner is not None:
             for path in (self.folder, self.socket_dir):

@@ -218,8 +218,8 @@ fn classify(e: DataFusionError) -> Failure {
 }
 
 /// The answer's columns with types every door and format reads: decimals and narrow floats as
-/// doubles, dictionaries as their values, intervals, times, lists and structs as text; a name
-/// repeated in the answer (two joined tables' `marca`) gets `_2`, `_3`….
+/// doubles, dictionaries as their values, intervals, times, lists and structs as text. An answer
+/// with a name twice (`SELECT *` over two joined tables' `marca`) is refused, naming it.
 fn for_clients(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
     let target = |t: &DataType| -> DataType {
         match t {
@@ -252,19 +252,15 @@ fn for_clients(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(SchemaRe
         }
     };
     let mut seen = std::collections::HashSet::new();
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .map(|f| {
-            let mut name = f.name().clone();
-            let mut n = 2;
-            while !seen.insert(name.clone()) {
-                name = format!("{}_{n}", f.name());
-                n += 1;
-            }
-            Field::new(name, target(f.data_type()), true)
-        })
-        .collect();
+    if let Some(twice) = schema.fields().iter().find(|f| !seen.insert(f.name().as_str())) {
+        return Err(format!(
+            "the answer would have two columns named \"{}\" (answers are keyed by column name): select them \
+             by name with distinct aliases",
+            twice.name()
+        ));
+    }
+    let fields: Vec<Field> =
+        schema.fields().iter().map(|f| Field::new(f.name(), target(f.data_type()), true)).collect();
     let out_schema = Arc::new(Schema::new(fields));
     let batches = batches
         .into_iter()

@@ -2,7 +2,8 @@
 //!
 //! The dialect is PostgreSQL's and the engine Apache DataFusion. A statement is first checked in
 //! process ([`sandbox`]): one read-only query over the offered tables, allow-listed functions
-//! only, its unnamed columns given PostgreSQL's names ([`names`]). It then runs in a worker
+//! only, its unnamed columns given PostgreSQL's names ([`names`]), its syntax rewritten where
+//! DataFusion would answer otherwise ([`rewrite`]). It then runs in a worker
 //! process ([`worker`]): the same binary, kept warm between queries, with a memory budget
 //! (`RLIMIT_DATA` and DataFusion's memory pool), the idle CPU priority and a bounded number of
 //! threads, over the dataset version's tables (`catalog` and every view, computed by Polars and
@@ -14,6 +15,7 @@
 pub mod engine;
 pub mod names;
 pub mod postgres;
+pub mod rewrite;
 pub mod sandbox;
 pub mod worker;
 

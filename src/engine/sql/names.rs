@@ -4,7 +4,8 @@
 //! `?column?`. DataFusion names such a column after the whole expression (`count(*)`,
 //! `avg(catalog.ano)`), so every unnamed item of every SELECT is given PostgreSQL's name as an
 //! alias before the statement runs. PostgreSQL allows one name twice in an answer; an answer here
-//! is keyed by column name, so a repeated name gets `_2`, `_3`… (listed in the README).
+//! is keyed by column name, so a statement whose answer would repeat a name is refused, naming
+//! it (in a subquery, where a repeated name cannot be referred to, it is numbered `_2`, `_3`…).
 
 use std::collections::HashSet;
 use std::ops::ControlFlow;
@@ -171,9 +172,45 @@ impl VisitorMut for Namer {
     }
 }
 
-/// Names the unnamed output columns of every SELECT of `statement` as PostgreSQL does.
-pub fn name_outputs(statement: &mut sqlparser::ast::Statement) {
+/// The names of the answer's columns as far as the syntax tells them (`None` for `*`).
+fn output_names(query: &Query) -> Option<Vec<String>> {
+    let mut body = query.body.as_ref();
+    loop {
+        match body {
+            SetExpr::Select(select) => {
+                return select
+                    .projection
+                    .iter()
+                    .map(|item| match item {
+                        SelectItem::UnnamedExpr(e) => Some(figure(e).unwrap_or_else(|| UNNAMED.to_string())),
+                        SelectItem::ExprWithAlias { alias, .. } => Some(ident_name(alias)),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            SetExpr::SetOperation { left, .. } => body = left.as_ref(),
+            SetExpr::Query(q) => body = q.body.as_ref(),
+            _ => return None,
+        }
+    }
+}
+
+/// Names the unnamed output columns of every SELECT of `statement` as PostgreSQL does; refuses
+/// a statement whose answer would have two columns of one name.
+pub fn name_outputs(statement: &mut sqlparser::ast::Statement) -> Result<(), String> {
+    if let sqlparser::ast::Statement::Query(query) = &*statement {
+        if let Some(names) = output_names(query) {
+            let mut seen = HashSet::new();
+            if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+                return Err(format!(
+                    "the answer would have two columns named \"{twice}\" (answers are keyed by column name): \
+                     give them distinct aliases"
+                ));
+            }
+        }
+    }
     let _ = statement.visit(&mut Namer);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -184,8 +221,21 @@ mod tests {
 
     fn named(sql: &str) -> String {
         let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
-        name_outputs(&mut statements[0]);
+        name_outputs(&mut statements[0]).unwrap();
         statements[0].to_string()
+    }
+
+    #[test]
+    fn an_answer_with_a_name_twice_is_refused() {
+        for sql in [
+            "SELECT count(*), count(ano) FROM catalog",
+            "SELECT 1, 2",
+            "SELECT a.marca, b.marca FROM catalog a, catalog b",
+            "SELECT marca AS x, modelo AS X FROM catalog",
+        ] {
+            let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
+            assert!(name_outputs(&mut statements[0]).is_err(), "{sql}");
+        }
     }
 
     #[test]
@@ -195,7 +245,10 @@ mod tests {
             "SELECT marca, count(*) AS \"count\", AVG(ano) AS \"avg\", ano / 5 AS \"?column?\", CAST(ano AS INT) AS \"ano\", \
              '1'::INT AS \"int4\", CASE WHEN true THEN 1 END AS \"case\" FROM catalog"
         );
-        assert_eq!(named("SELECT count(*), count(ano), 1, 2 FROM catalog"), "SELECT count(*) AS \"count\", count(ano) AS \"count_2\", 1 AS \"?column?\", 2 AS \"?column?_2\" FROM catalog");
+        assert_eq!(
+            named("SELECT * FROM (SELECT count(*), count(ano), 1, 2 FROM catalog) t"),
+            "SELECT * FROM (SELECT count(*) AS \"count\", count(ano) AS \"count_2\", 1 AS \"?column?\", 2 AS \"?column?_2\" FROM catalog) t"
+        );
         assert_eq!(
             named("SELECT (SELECT max(ano) FROM catalog), EXISTS (SELECT 1), c.marca FROM catalog c"),
             "SELECT (SELECT max(ano) AS \"max\" FROM catalog) AS \"max\", EXISTS (SELECT 1 AS \"?column?\") AS \"exists\", c.marca FROM catalog c"

@@ -9,6 +9,7 @@
 //! - `CAST(x AS INTEGER)` (and `x::int`, every integer width) of a double rounds half to even, of
 //!   a numeric (a decimal, and the `avg` of integers, which PostgreSQL computes as numeric) half
 //!   away from zero; DataFusion truncates.
+//! - A double cast to text is written as PostgreSQL writes it (`219`, `1e+20`), not `219.0`.
 //! - `mode() WITHIN GROUP (ORDER BY x)` and `percentile_disc(f) WITHIN GROUP (ORDER BY x)`, the
 //!   ordered-set aggregates DataFusion lacks.
 
@@ -35,9 +36,10 @@ pub fn install(ctx: &datafusion::prelude::SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::Postgres)));
     ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfEven)));
     ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfAway)));
+    ctx.register_udf(ScalarUDF::new_from_impl(FloatText::new()));
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::Mode)));
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::PercentileDisc)));
-    ctx.add_analyzer_rule(Arc::new(IntegerCasts));
+    ctx.add_analyzer_rule(Arc::new(PostgresSemantics));
 }
 
 /// `x` as PostgreSQL's `x::numeric` rounded to `n` decimals half away from zero: the double is
@@ -111,6 +113,11 @@ impl ScalarUDFImpl for Round {
         }
         let value = match &arg_types[0] {
             t if t.is_integer() => DataType::Int64,
+            // A numeric keeps its type: it rounds half away from zero, a double half to even.
+            t @ (DataType::Decimal32(_, _)
+            | DataType::Decimal64(_, _)
+            | DataType::Decimal128(_, _)
+            | DataType::Decimal256(_, _)) => t.clone(),
             t if t.is_numeric() || t.is_null() => DataType::Float64,
             t => return plan_err!("function {}({t}) does not exist", self.name()),
         };
@@ -131,6 +138,13 @@ impl ScalarUDFImpl for Round {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
         let mut arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let numeric = matches!(
+            arrays[0].data_type(),
+            DataType::Decimal32(_, _)
+                | DataType::Decimal64(_, _)
+                | DataType::Decimal128(_, _)
+                | DataType::Decimal256(_, _)
+        );
         // The types `coerce_types` asks for (a call the plan rewrite adds is not coerced).
         let value_type = if arrays[0].data_type().is_integer() { DataType::Int64 } else { DataType::Float64 };
         arrays[0] = cast(&arrays[0], &value_type)?;
@@ -176,6 +190,7 @@ impl ScalarUDFImpl for Round {
                                 (_, Some(None)) => None,
                                 (RoundMode::Postgres, Some(Some(n))) => Some(round_numeric(x, n)),
                                 (RoundMode::HalfAway, _) => Some(round_numeric(x, 0)),
+                                (RoundMode::Postgres, _) if numeric => Some(round_numeric(x, 0)),
                                 _ => Some(x.round_ties_even()),
                             }
                         })
@@ -187,9 +202,67 @@ impl ScalarUDFImpl for Round {
     }
 }
 
-/// Rewrites `CAST(x AS <integer>)` of a double or a decimal so it rounds (see the module).
+/// A double as PostgreSQL's `float8out` writes it: the shortest text that reads back as the same
+/// double, in exponent form below 1e-4 and from 1e15 on (`219`, `0.1`, `1e+20`, `1.5e-05`).
+pub fn float_text(x: f64) -> String {
+    if x.is_nan() {
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let scientific = format!("{x:e}");
+    let Some((mantissa, exponent)) = scientific.split_once('e') else { return format!("{x}") };
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..15).contains(&exponent) {
+        format!("{x}")
+    } else {
+        format!("{mantissa}e{}{:02}", if exponent < 0 { '-' } else { '+' }, exponent.abs())
+    }
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct FloatText {
+    signature: Signature,
+}
+
+impl FloatText {
+    fn new() -> FloatText {
+        FloatText { signature: Signature::exact(vec![DataType::Float64], Volatility::Immutable) }
+    }
+}
+
+impl ScalarUDFImpl for FloatText {
+    fn name(&self) -> &str {
+        "float8_text"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let values = cast(&arrays[0], &DataType::Float64)?;
+        let values = values.as_primitive::<Float64Type>();
+        let text: datafusion::arrow::array::StringArray = values.iter().map(|v| v.map(float_text)).collect();
+        Ok(ColumnarValue::Array(Arc::new(text)))
+    }
+}
+
+/// PostgreSQL's semantics in a planned query (see the module): `CAST(x AS <integer>)` of a
+/// double or a decimal rounds, and a double cast to text is written as PostgreSQL writes it. (A
+/// rule here keeps every output type; what changes a type is rewritten in the syntax tree,
+/// [`super::rewrite`].)
 #[derive(Debug)]
-struct IntegerCasts;
+struct PostgresSemantics;
 
 /// The names of an aggregate's outputs that are the `avg` of integers (numeric in PostgreSQL).
 fn numeric_averages(plan: &LogicalPlan) -> Vec<String> {
@@ -220,35 +293,55 @@ fn integer_source(e: &Expr, schema: &DFSchema) -> bool {
     }
 }
 
-fn rounded(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<Transformed<Expr>> {
-    expr.transform_up(|e| {
-        let Expr::Cast(Cast { expr, field }) = &e else { return Ok(Transformed::no(e)) };
-        if !field.data_type().is_integer() {
-            return Ok(Transformed::no(e));
-        }
-        let source = expr.get_type(schema)?;
-        let mode = match source {
-            DataType::Float16 | DataType::Float32 | DataType::Float64 => {
+fn is_decimal(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Decimal32(_, _) | DataType::Decimal64(_, _) | DataType::Decimal128(_, _) | DataType::Decimal256(_, _)
+    )
+}
+
+fn is_float(t: &DataType) -> bool {
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
+fn call(udf: impl ScalarUDFImpl + 'static, args: Vec<Expr>) -> Expr {
+    Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(ScalarUDF::new_from_impl(udf)), args))
+}
+
+/// One expression with PostgreSQL's semantics (see [`PostgresSemantics`]).
+fn postgres_expr(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<Transformed<Expr>> {
+    expr.transform_up(|e| match &e {
+        // A cast of a fraction to an integer rounds.
+        Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() => {
+            let source = expr.get_type(schema)?;
+            let mode = if is_float(&source) {
                 let average = matches!(expr.as_ref(), Expr::Column(c) if averages.contains(&c.name));
                 if average {
                     RoundMode::HalfAway
                 } else {
                     RoundMode::HalfEven
                 }
-            }
-            DataType::Decimal32(_, _)
-            | DataType::Decimal64(_, _)
-            | DataType::Decimal128(_, _)
-            | DataType::Decimal256(_, _) => RoundMode::HalfAway,
-            _ => return Ok(Transformed::no(e)),
-        };
-        let round = Arc::new(ScalarUDF::new_from_impl(Round::new(mode)));
-        let inner = Expr::ScalarFunction(ScalarFunction::new_udf(round, vec![expr.as_ref().clone()]));
-        Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(inner), field: Arc::clone(field) })))
+            } else if is_decimal(&source) {
+                RoundMode::HalfAway
+            } else {
+                return Ok(Transformed::no(e));
+            };
+            let inner = call(Round::new(mode), vec![expr.as_ref().clone()]);
+            Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(inner), field: Arc::clone(field) })))
+        }
+        // A double as text is written as PostgreSQL writes it (`219`, `1e+20`), not `219.0`.
+        Expr::Cast(Cast { expr, field })
+            if matches!(field.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
+                && is_float(&expr.get_type(schema)?) =>
+        {
+            let inner = call(FloatText::new(), vec![expr.as_ref().clone()]);
+            Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(inner), field: Arc::clone(field) })))
+        }
+        _ => Ok(Transformed::no(e)),
     })
 }
 
-impl AnalyzerRule for IntegerCasts {
+impl AnalyzerRule for PostgresSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         plan.transform_up_with_subqueries(|node| {
             let inputs = node.inputs();
@@ -259,7 +352,7 @@ impl AnalyzerRule for IntegerCasts {
             let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
             node.map_expressions(|e| {
                 let name = e.schema_name().to_string();
-                let new = rounded(e, &schema, &averages)?;
+                let new = postgres_expr(e, &schema, &averages)?;
                 if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
                     Ok(Transformed::yes(new.data.alias(name)))
                 } else {
@@ -271,7 +364,7 @@ impl AnalyzerRule for IntegerCasts {
     }
 
     fn name(&self) -> &str {
-        "postgres_integer_casts"
+        "postgres_semantics"
     }
 }
 
@@ -435,7 +528,24 @@ impl Accumulator for Values {
 
 #[cfg(test)]
 mod tests {
-    use super::round_numeric;
+    use super::{float_text, round_numeric};
+
+    #[test]
+    fn doubles_as_text_as_postgresql_writes_them() {
+        for (x, text) in [
+            (219.0, "219"),
+            (0.1, "0.1"),
+            (1e20, "1e+20"),
+            (1.5e-5, "1.5e-05"),
+            (123456789012345.0, "123456789012345"),
+            (1e15, "1e+15"),
+            (-2.5, "-2.5"),
+            (0.0001, "0.0001"),
+        ] {
+            assert_eq!(float_text(x), text);
+        }
+        assert_eq!(float_text(f64::INFINITY), "Infinity");
+    }
 
     #[test]
     fn round_of_a_double_is_the_numeric_rounding_of_its_15_digits() {

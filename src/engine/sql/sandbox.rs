@@ -21,12 +21,16 @@ pub enum Refused {
     Forbidden(String),
     /// A relation that is neither an offered table nor one of the query's CTEs.
     UnknownTable(String),
+    /// Valid PostgreSQL that this engine cannot answer as PostgreSQL does.
+    Unsupported(String),
 }
 
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refused::Syntax(m) | Refused::Forbidden(m) | Refused::UnknownTable(m) => f.write_str(m),
+            Refused::Syntax(m) | Refused::Forbidden(m) | Refused::UnknownTable(m) | Refused::Unsupported(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
@@ -63,6 +67,7 @@ pub const FUNCTIONS: &[&str] = &[
     "array_agg",
     "bool_and",
     "bool_or",
+    "every",
     "bit_and",
     "bit_or",
     "bit_xor",
@@ -322,7 +327,8 @@ pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
     }
     let tables = checker.tables;
     let mut statement = statements.remove(0);
-    super::names::name_outputs(&mut statement);
+    super::names::name_outputs(&mut statement).map_err(Refused::Unsupported)?;
+    super::rewrite::rewrite(&mut statement).map_err(Refused::Unsupported)?;
     Ok(Checked { sql: statement.to_string(), tables })
 }
 

@@ -110,6 +110,7 @@ async fn answer(ctx: Ctx, uri: Uri, format: Format, sql: String, state: AppState
         Refused::Syntax(m) => ApiError::validation(format!("Consulta SQL inválida: {m}")),
         Refused::Forbidden(m) => ApiError::validation(format!("Consulta SQL não permitida: {m}")),
         Refused::UnknownTable(m) => ApiError::validation(format!("Consulta SQL inválida: {m}")),
+        Refused::Unsupported(m) => ApiError::validation(format!("Consulta SQL não suportada: {m}")),
     })?;
     // The query runs on a thread of its own (not the blocking pool): it may wait for its worker
     // up to the time limit.
