@@ -18,7 +18,7 @@ use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, P
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
-    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response,
+    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse, Response, Tag,
 };
 use pgwire::api::stmt::{NoopQueryParser, StoredStatement};
 use pgwire::api::{ClientInfo, PgWireServerHandlers, Type};
@@ -26,10 +26,19 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use polars::prelude::*;
 use tokio::net::TcpListener;
 
+mod session;
+
+use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::sandbox::{self, Refused};
 use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
 use crate::engine::store::Store;
 use crate::process::keys::{KeyStore, Refusal};
+
+/// The PostgreSQL version the door reports (`server_version`, `SHOW server_version`): the
+/// dialect and answers it follows, as a number clients parse.
+pub const SERVER_VERSION: &str = "16.0";
+/// The same as `server_version_num`.
+pub const SERVER_VERSION_NUM: &str = "160000";
 
 /// What the PostgreSQL front door shares with the rest of the process.
 #[derive(Clone)]
@@ -74,12 +83,16 @@ impl AuthSource for Keys {
     }
 }
 
-/// The queries of one server.
+/// The queries of one connection.
 pub struct Backend {
     state: PgState,
     parser: Arc<NoopQueryParser>,
     /// The last result computed to describe a portal, reused by its execution.
     described: Mutex<Option<(String, DataFrame)>>,
+    /// The session's settings (`SET`, `SHOW`), made from the start-up message on first use.
+    settings: Mutex<Option<session::Settings>>,
+    /// The dataset version a transaction reads (from `BEGIN` to `COMMIT`/`ROLLBACK`).
+    pinned: Mutex<Option<Arc<Snapshot>>>,
 }
 
 /// A column's PostgreSQL type.
@@ -160,7 +173,13 @@ fn encode(
 
 impl Backend {
     fn new(state: PgState) -> Backend {
-        Backend { state, parser: Arc::new(NoopQueryParser::new()), described: Mutex::new(None) }
+        Backend {
+            state,
+            parser: Arc::new(NoopQueryParser::new()),
+            described: Mutex::new(None),
+            settings: Mutex::new(None),
+            pinned: Mutex::new(None),
+        }
     }
 
     /// Checks and runs one statement, counted in the metrics and logged like a request.
@@ -188,7 +207,8 @@ impl Backend {
 
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
     async fn run_unlogged(&self, sql: &str) -> PgWireResult<DataFrame> {
-        let Some(snapshot) = self.state.store.current() else {
+        let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(snapshot) = pinned.or_else(|| self.state.store.current()) else {
             return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
         };
         let offered = offered_tables(&snapshot.info.views);
@@ -222,6 +242,57 @@ impl Backend {
         }
     }
 
+    /// Answers a session statement (see [`session`]).
+    fn session<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: session::Statement,
+        format: &Format,
+    ) -> PgWireResult<Response> {
+        use session::Statement as S;
+        let mut guard = self.settings.lock().unwrap_or_else(|e| e.into_inner());
+        let settings = guard.get_or_insert_with(|| session::Settings::with_startup(client.metadata()));
+        let execution = |tag: &str| Ok(Response::Execution(Tag::new(tag)));
+        match statement {
+            S::Begin => {
+                let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+                if pinned.is_none() {
+                    *pinned = self.state.store.current();
+                }
+                Ok(Response::TransactionStart(Tag::new("BEGIN")))
+            }
+            S::Commit | S::Rollback => {
+                *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                let tag = if statement == S::Commit { "COMMIT" } else { "ROLLBACK" };
+                Ok(Response::TransactionEnd(Tag::new(tag)))
+            }
+            S::Set(Some((name, value))) => {
+                settings.set(name, value);
+                execution("SET")
+            }
+            S::Set(None) => execution("SET"),
+            S::Reset(name) => {
+                settings.reset(name.as_deref());
+                execution("RESET")
+            }
+            S::Show(Some(name)) => match settings.get(&name) {
+                Some(value) => text_rows(&[name.as_str()], vec![vec![value]], format),
+                None => Err(error("42704", format!("unrecognized configuration parameter \"{name}\""))),
+            },
+            S::Show(None) => {
+                let rows = settings.all().into_iter().map(|(n, v, d)| vec![n, v, d]).collect();
+                text_rows(&["name", "setting", "description"], rows, format)
+            }
+            S::Discard => {
+                settings.reset(None);
+                *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                execution("DISCARD ALL")
+            }
+            S::Deallocate => execution("DEALLOCATE"),
+            S::Savepoint(tag) => execution(tag),
+        }
+    }
+
     fn response(frame: &DataFrame, format: &Format) -> PgWireResult<Response> {
         let schema = Arc::new(fields(frame, format));
         let rows = encode(frame, Arc::clone(&schema))?;
@@ -250,6 +321,39 @@ fn sqlstate_of(reason: &str) -> &'static str {
     } else {
         "42601"
     }
+}
+
+/// The columns a session statement answers with (`SHOW`'s text columns; none for the others).
+fn session_fields(statement: &session::Statement) -> Vec<FieldInfo> {
+    let names: Vec<String> = match statement {
+        session::Statement::Show(Some(name)) => vec![name.clone()],
+        session::Statement::Show(None) => vec!["name".into(), "setting".into(), "description".into()],
+        _ => vec![],
+    };
+    names
+        .into_iter()
+        .map(|n| FieldInfo::new(n, None, None, Type::TEXT, pgwire::api::results::FieldFormat::Text))
+        .collect()
+}
+
+/// A result of text columns (the answers of `SHOW`).
+fn text_rows(columns: &[&str], rows: Vec<Vec<String>>, format: &Format) -> PgWireResult<Response> {
+    let schema = Arc::new(
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| FieldInfo::new(c.to_string(), None, None, Type::TEXT, format.format_for(i)))
+            .collect::<Vec<_>>(),
+    );
+    let mut encoded = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut encoder = DataRowEncoder::new(Arc::clone(&schema));
+        for value in row {
+            encoder.encode_field(&value)?;
+        }
+        encoded.push(Ok(encoder.take_row()));
+    }
+    Ok(Response::Query(QueryResponse::new(schema, stream::iter(encoded))))
 }
 
 /// The API key a connection logged in with (for the log line of its queries).
@@ -335,6 +439,9 @@ impl SimpleQueryHandler for Backend {
         if trimmed.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
+        if let Some(statement) = session::parse(trimmed) {
+            return Ok(vec![self.session(client, statement, &Format::UnifiedText)?]);
+        }
         let frame = self.run(trimmed, user_of(client)).await?;
         Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
     }
@@ -358,6 +465,9 @@ impl ExtendedQueryHandler for Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        if let Some(statement) = session::parse(&portal.statement.statement) {
+            return self.session(client, statement, &portal.result_column_format);
+        }
         let sql = bound(portal)?;
         let cached = {
             let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
@@ -382,6 +492,9 @@ impl ExtendedQueryHandler for Backend {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let types: Vec<Type> = stmt.parameter_types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
+        if let Some(statement) = session::parse(&stmt.statement) {
+            return Ok(DescribeStatementResponse::new(types, session_fields(&statement)));
+        }
         if !types.is_empty() {
             // The columns need the parameters' values: they come with the portal.
             return Ok(DescribeStatementResponse::new(types, vec![]));
@@ -400,6 +513,9 @@ impl ExtendedQueryHandler for Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        if let Some(statement) = session::parse(&portal.statement.statement) {
+            return Ok(DescribePortalResponse::new(session_fields(&statement)));
+        }
         let sql = bound(portal)?;
         let frame = self.run(&sql, user_of(client)).await?;
         let described = fields(&frame, &portal.result_column_format);
@@ -425,7 +541,11 @@ impl PgWireServerHandlers for Handlers {
 
     fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
         let mut parameters = DefaultServerParameterProvider::default();
-        parameters.server_version = "16.0 (Eco Insights)".to_owned();
+        parameters.server_version = SERVER_VERSION.to_owned();
+        parameters.default_transaction_read_only = true;
+        parameters.is_superuser = false;
+        parameters.time_zone = "UTC".to_owned();
+        parameters.date_style = "ISO, MDY".to_owned();
         Arc::new(CleartextPasswordAuthStartupHandler::new(self.keys.clone(), parameters))
     }
 }

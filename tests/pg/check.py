@@ -120,6 +120,61 @@ def main() -> int:
             n = conn.execute("SELECT COUNT(*) FROM catalog c JOIN vw_eco_score e ON c.id = e.id").fetchone()[0]
             check("join with vw_eco_score", n == 4000, str(n))
 
+        # psycopg in its default mode: a transaction (BEGIN sent by the driver) around the
+        # queries, over one dataset version, ended by commit and rollback.
+        with psycopg.connect(dsn) as conn:
+            want = con.execute("SELECT COUNT(*) FROM catalog WHERE ano >= 2020").fetchone()[0]
+            got = conn.execute("SELECT COUNT(*) FROM catalog WHERE ano >= %s", (2020,)).fetchone()[0]
+            check("psycopg default mode: BEGIN then a query", got == want
+                  and conn.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS, f"{got} vs {want}")
+            conn.commit()
+            check("psycopg commit ends the transaction",
+                  conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE, str(conn.info.transaction_status))
+            conn.execute("SELECT 1")
+            conn.rollback()
+            # Session settings: pgjdbc's, psql's and BI tools' SET, SHOW and RESET, unknown ones kept.
+            conn.autocommit = True
+            conn.execute("SET extra_float_digits = 3")
+            conn.execute("SET application_name TO 'eco check'")
+            conn.execute("SET my.option = 'kept'")
+            shown = [conn.execute(f"SHOW {n}").fetchone()[0] for n in
+                     ("extra_float_digits", "application_name", "my.option", "TimeZone", "server_version",
+                      "standard_conforming_strings", "transaction isolation level")]
+            check("SET then SHOW", shown == ["3", "eco check", "kept", "UTC", "16.0", "on", "read committed"], str(shown))
+            conn.execute("RESET ALL")
+            check("RESET ALL", conn.execute("SHOW extra_float_digits").fetchone()[0] == "1")
+            try:
+                conn.execute("SHOW never.set")
+                check("SHOW of an unknown setting is 42704", False, "answered")
+            except psycopg.Error as e:
+                check("SHOW of an unknown setting is 42704", e.sqlstate == "42704", str(e.sqlstate))
+            all_rows = conn.execute("SHOW ALL").fetchall()
+            check("SHOW ALL", any(r[0] == "DateStyle" and r[1] == "ISO, MDY" for r in all_rows), str(all_rows[:3]))
+            for sql in ("DISCARD ALL", "DEALLOCATE ALL", "START TRANSACTION READ ONLY", "END", "BEGIN", "ROLLBACK"):
+                conn.execute(sql)
+            check("DISCARD, DEALLOCATE, START TRANSACTION, END", True)
+            version = conn.execute("SELECT version(), current_database(), current_schema()").fetchone()
+            check("version() in PostgreSQL's form", version[0].startswith("PostgreSQL 16.0") and version[1:] == ("eco", "public"),
+                  str(version))
+            check("server_version parameter", conn.info.parameter_status("server_version") == "16.0"
+                  and conn.info.server_version == 160000, str(conn.info.parameter_status("server_version")))
+        # SQLAlchemy (its dialect asks pg_catalog.version(), current_schema() and SHOW at connect) and
+        # pandas.read_sql, both in their default (transactional) modes.
+        import pandas
+        import sqlalchemy
+        # (`use_native_hstore=False`: the dialect's hstore probe reads pg_type, which this door does
+        # not offer yet.)
+        engine = sqlalchemy.create_engine(f"postgresql+psycopg://{KEY}:{SECRET}@{host}:{port}/eco",
+                                          use_native_hstore=False)
+        frame = pandas.read_sql(sqlalchemy.text(
+            "SELECT marca, count(*) AS n FROM catalog WHERE ano >= :ano GROUP BY marca ORDER BY n DESC, marca"),
+            engine, params={"ano": 2018})
+        want = con.execute("SELECT marca, count(*) AS n FROM catalog WHERE ano >= 2018 GROUP BY marca "
+                           "ORDER BY n DESC, marca").fetchall()
+        check("pandas.read_sql through SQLAlchemy", [tuple(r) for r in frame.itertuples(index=False)] == want,
+              f"{frame.head(3)} vs {want[:3]}")
+        engine.dispose()
+
         # Credentials and SQLSTATEs.
         bad = f"host={host} port={port} user={KEY} password=wrong dbname=eco sslmode=disable"
         try:
@@ -145,6 +200,12 @@ def main() -> int:
                              capture_output=True, text=True, env=env, timeout=60)
         want = con.execute("SELECT COUNT(*) FROM catalog WHERE ano >= 2020").fetchone()[0]
         check("psql -c", out.returncode == 0 and out.stdout.strip() == str(want), f"{out.stdout!r} {out.stderr!r}")
+        out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At",
+                              "-c", "SET DateStyle = 'ISO, DMY'", "-c", "SHOW DateStyle", "-c", "BEGIN",
+                              "-c", "SELECT count(*) FROM catalog", "-c", "COMMIT"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        check("psql SET, SHOW, BEGIN, COMMIT", out.returncode == 0 and "ISO, DMY" in out.stdout
+              and "4000" in out.stdout, f"{out.stdout!r} {out.stderr!r}")
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)

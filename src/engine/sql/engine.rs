@@ -2,7 +2,8 @@
 //! worker process (see [`super::worker`]).
 //!
 //! A dataset version's tables (`catalog` and every view) are Arrow IPC files that Polars wrote
-//! once. The worker maps them into memory and hands their buffers to DataFusion as record batches
+//! once; a view's file holds only the columns it does not share with the catalog, row for row
+//! (the worker takes those from the catalog's file). The worker maps them into memory and hands their buffers to DataFusion as record batches
 //! without copying or re-encoding a row: a query reads the pages of the columns it uses, the page
 //! cache is shared by every worker, and the mapped files are not part of a worker's memory budget.
 //! DataFusion's own memory pool has the budget too (no spilling to disk), so an aggregation that
@@ -27,6 +28,8 @@ use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+
+use super::worker::{Layout, LAYOUT};
 
 /// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
 const SLICE_ROWS: usize = 64 * 1024;
@@ -64,8 +67,8 @@ fn map(path: &Path) -> Result<Buffer, String> {
     Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(mmap)) })
 }
 
-/// The record batches of a mapped IPC file, sliced and dealt into `partitions` partitions.
-fn read_table(path: &Path, partitions: usize) -> Result<MemTable, String> {
+/// The schema and record batches of a mapped IPC file (no copy: their buffers are the map's).
+fn decode(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
     let bad = |what: &str| format!("a table file is damaged ({what})");
     let buffer = map(path)?;
     if buffer.len() < 10 {
@@ -92,20 +95,102 @@ fn read_table(path: &Path, partitions: usize) -> Result<MemTable, String> {
     for block in footer.dictionaries().iter().flatten() {
         decoder.read_dictionary(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))?;
     }
-    let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions.max(1)];
-    let mut next = 0;
+    let mut batches = Vec::new();
     for block in footer.recordBatches().iter().flatten() {
-        let Some(batch) = decoder.read_record_batch(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))? else {
-            continue;
-        };
-        let mut offset = 0;
-        while offset < batch.num_rows() {
-            let len = SLICE_ROWS.min(batch.num_rows() - offset);
-            let count = parts.len();
-            parts[next % count].push(batch.slice(offset, len));
-            next += 1;
-            offset += len;
+        if let Some(batch) = decoder.read_record_batch(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))? {
+            batches.push(batch);
         }
+    }
+    Ok((schema, batches))
+}
+
+/// Record batches with the first row of each (in the table).
+struct Rows {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+    starts: Vec<usize>,
+}
+
+impl Rows {
+    fn new((schema, batches): (SchemaRef, Vec<RecordBatch>)) -> Rows {
+        let mut starts = Vec::with_capacity(batches.len());
+        let mut n = 0;
+        for b in &batches {
+            starts.push(n);
+            n += b.num_rows();
+        }
+        Rows { schema, batches, starts }
+    }
+
+    fn len(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    /// Rows `start..start + len`, within one batch (the segments are cut at every batch's end).
+    fn slice(&self, start: usize, len: usize) -> RecordBatch {
+        let i = self.starts.partition_point(|&s| s <= start).saturating_sub(1);
+        self.batches[i].slice(start - self.starts[i], len)
+    }
+}
+
+/// A table of the version: its own file's columns, and the columns it shares with the catalog
+/// (`layout`) taken from the catalog's file, row for row; cut into slices of at most
+/// [`SLICE_ROWS`] rows dealt into `partitions` partitions.
+fn table(own: &Rows, catalog: Option<&Rows>, layout: Option<&Layout>, partitions: usize) -> Result<MemTable, String> {
+    let shared: &[String] = layout.map(|l| l.shared.as_slice()).unwrap_or_default();
+    let catalog = catalog.filter(|_| !shared.is_empty());
+    let own_columns = own.schema.fields().len();
+    let rows = match catalog {
+        Some(c) if own_columns == 0 => c.len(),
+        Some(c) if c.len() != own.len() => return Err("a view's rows do not match the catalog's".into()),
+        _ => own.len(),
+    };
+    // Where every slice ends: each batch's end in either file, and every SLICE_ROWS rows.
+    let mut ends: Vec<usize> = (1..=rows.div_ceil(SLICE_ROWS)).map(|k| (k * SLICE_ROWS).min(rows)).collect();
+    let mut cut = |r: &Rows| ends.extend(r.starts.iter().skip(1).copied());
+    if own_columns > 0 {
+        cut(own);
+    }
+    if let Some(c) = catalog {
+        cut(c);
+    }
+    ends.sort_unstable();
+    ends.dedup();
+    // The columns in the view's order, each from its file.
+    let names: Vec<String> = match layout {
+        Some(l) => l.columns.clone(),
+        None => own.schema.fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    let mut sources = Vec::with_capacity(names.len());
+    let mut fields = Vec::with_capacity(names.len());
+    for name in &names {
+        let (from_catalog, rows_of) = match catalog {
+            Some(c) if shared.contains(name) => (true, c),
+            _ => (false, own),
+        };
+        let index = rows_of.schema.index_of(name).map_err(|_| format!("a table file lacks the column {name}"))?;
+        fields.push(rows_of.schema.field(index).clone());
+        sources.push((from_catalog, index));
+    }
+    let schema = Arc::new(Schema::new(fields));
+    let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions.max(1)];
+    let count = parts.len();
+    let mut start = 0;
+    for (k, end) in ends.into_iter().enumerate() {
+        let len = end - start;
+        let own_slice = (own_columns > 0).then(|| own.slice(start, len));
+        let catalog_slice = catalog.map(|c| c.slice(start, len));
+        let columns: Vec<ArrayRef> = sources
+            .iter()
+            .map(|(from_catalog, index)| match (from_catalog, &catalog_slice, &own_slice) {
+                (true, Some(c), _) => Arc::clone(c.column(*index)),
+                (_, _, Some(o)) => Arc::clone(o.column(*index)),
+                _ => unreachable!("a column comes from a file that has rows"),
+            })
+            .collect();
+        let batch = RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| e.to_string())?;
+        parts[k % count].push(batch);
+        start = end;
     }
     MemTable::try_new(schema, parts).map_err(|e| e.to_string())
 }
@@ -146,8 +231,18 @@ impl Engine {
             SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
         let ctx = SessionContext::new_with_state(state);
         super::postgres::install(&ctx);
+        let layouts: std::collections::BTreeMap<String, Layout> = match std::fs::read(dir.join(LAYOUT)) {
+            Ok(text) => serde_json::from_slice(&text).map_err(|e| format!("the tables' layout is damaged: {e}"))?,
+            Err(_) => Default::default(),
+        };
+        let catalog = Rows::new(decode(&dir.join("catalog.arrow"))?);
         for name in tables {
-            let table = read_table(&dir.join(format!("{name}.arrow")), self.threads)?;
+            let table = if name == "catalog" {
+                table(&catalog, None, None, self.threads)?
+            } else {
+                let own = Rows::new(decode(&dir.join(format!("{name}.arrow")))?);
+                table(&own, Some(&catalog), layouts.get(name), self.threads)?
+            };
             ctx.register_table(name.as_str(), Arc::new(table)).map_err(|e| e.to_string())?;
         }
         Ok(ctx)

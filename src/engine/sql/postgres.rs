@@ -37,6 +37,15 @@ pub fn install(ctx: &datafusion::prelude::SessionContext) {
     ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfEven)));
     ctx.register_udf(ScalarUDF::new_from_impl(Round::new(RoundMode::HalfAway)));
     ctx.register_udf(ScalarUDF::new_from_impl(FloatText::new()));
+    for (name, value) in [
+        ("version", VERSION),
+        ("current_database", "eco"),
+        ("current_schema", "public"),
+        ("current_catalog", "eco"),
+        ("pg_client_encoding", "UTF8"),
+    ] {
+        ctx.register_udf(ScalarUDF::new_from_impl(Constant::new(name, value)));
+    }
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::Mode)));
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::PercentileDisc)));
     ctx.add_analyzer_rule(Arc::new(PostgresSemantics));
@@ -199,6 +208,45 @@ impl ScalarUDFImpl for Round {
             }
         };
         Ok(ColumnarValue::Array(result))
+    }
+}
+
+/// What `version()` answers: PostgreSQL's form, which clients parse for the version number.
+pub const VERSION: &str = concat!(
+    "PostgreSQL 16.0 (Eco Insights ",
+    env!("CARGO_PKG_VERSION"),
+    ", Apache DataFusion 55) on x86_64-pc-linux-gnu, 64-bit"
+);
+
+/// A function of no argument answering one text (`version()`, `current_database()`…).
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Constant {
+    name: &'static str,
+    value: &'static str,
+    signature: Signature,
+}
+
+impl Constant {
+    fn new(name: &'static str, value: &'static str) -> Constant {
+        Constant { name, value, signature: Signature::exact(vec![], Volatility::Stable) }
+    }
+}
+
+impl ScalarUDFImpl for Constant {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        Ok(ColumnarValue::Scalar(ScalarValue::Utf8(Some(self.value.to_string()))))
     }
 }
 

@@ -193,6 +193,12 @@ impl VisitorMut for Rewriter {
                 )
             }
             Expr::Function(f) => {
+                // PostgreSQL's built-ins are in schema pg_catalog: `pg_catalog.version()`.
+                if let [ObjectNamePart::Identifier(schema), last] = f.name.0.as_slice() {
+                    if schema.value.eq_ignore_ascii_case("pg_catalog") {
+                        f.name.0 = vec![last.clone()];
+                    }
+                }
                 let Some(name) = function_name(f) else { return ControlFlow::Continue(()) };
                 if let Some((_, to)) = RENAMED.iter().find(|(from, _)| *from == name) {
                     f.name.0 = vec![ObjectNamePart::Identifier(Ident::new(*to))];

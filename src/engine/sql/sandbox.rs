@@ -186,6 +186,12 @@ pub const FUNCTIONS: &[&str] = &[
     "to_char",
     "to_date",
     "to_timestamp",
+    // the session (constants of this service: `version()` in PostgreSQL's form)
+    "version",
+    "current_database",
+    "current_schema",
+    "current_catalog",
+    "pg_client_encoding",
     // arrays
     "array_to_string",
     "array_length",
@@ -292,8 +298,9 @@ impl Visitor for Check<'_> {
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<Refused> {
         if let Expr::Function(f) = expr {
             let name = name_of(&f.name);
-            let bare = name.rsplit('.').next().unwrap_or(&name);
-            if name.contains('.') || !FUNCTIONS.contains(&bare) {
+            // `pg_catalog.version()` is `version()`: PostgreSQL's built-ins live in pg_catalog.
+            let bare = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+            if bare.contains('.') || !FUNCTIONS.contains(&bare) {
                 return ControlFlow::Break(Refused::Forbidden(format!("function '{name}' is not allowed")));
             }
         }

@@ -160,12 +160,47 @@ fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
-/// Writes `frame` to `path` as an uncompressed Arrow IPC file.
+/// Writes `frame` to `path` as an uncompressed Arrow IPC file, text as large UTF-8 (buffers
+/// whose alignment every Arrow reader takes as it is, so the worker maps them without a copy).
 fn write_ipc(path: &Path, frame: &mut DataFrame) -> Result<(), String> {
     let file = std::fs::File::create(path).map_err(|e| format!("cannot create a table file: {e}"))?;
     let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
-    IpcWriter::new(&mut writer).finish(frame).map_err(|e| format!("cannot write a table file: {e}"))?;
+    IpcWriter::new(&mut writer)
+        .with_compat_level(CompatLevel::oldest())
+        .finish(frame)
+        .map_err(|e| format!("cannot write a table file: {e}"))?;
     writer.flush().map_err(|e| format!("cannot write a table file: {e}"))
+}
+
+/// The layouts of a version's views, beside their files (`layout.json`).
+pub const LAYOUT: &str = "layout.json";
+
+/// How a view's table is stored: its columns in order, and those that are the catalog's own
+/// column of that name, row for row (not written again: the worker reads them from the catalog's
+/// file). A view with other rows than the catalog's shares none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Layout {
+    pub columns: Vec<String>,
+    pub shared: Vec<String>,
+}
+
+/// `view` without the columns it shares with `catalog`, and its layout.
+fn split_shared(view: &DataFrame, catalog: &DataFrame) -> PolarsResult<(DataFrame, Layout)> {
+    let mut layout = Layout::default();
+    let mut own = Vec::new();
+    for column in view.columns() {
+        let name = column.name().to_string();
+        layout.columns.push(name.clone());
+        let same = view.height() == catalog.height()
+            && catalog.column(&name).is_ok_and(|c| c.dtype() == column.dtype() && c.equals_missing(column));
+        if same {
+            layout.shared.push(name);
+        } else {
+            own.push(column.clone());
+        }
+    }
+    let own = if own.is_empty() { DataFrame::empty() } else { DataFrame::new_infer_height(own)? };
+    Ok((own, layout))
 }
 
 /// A folder being written by a process that is gone, or another version's folder.
@@ -196,18 +231,23 @@ fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), St
         write_ipc(&tmp.join("catalog.arrow"), &mut catalog.clone())?;
         let views = &snapshot.info.views;
         let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
-        ctx.register("catalog", catalog.lazy());
+        ctx.register("catalog", catalog.clone().lazy());
         for (_, stmt) in &views.statements {
             let _ = ctx.execute(stmt).map_err(|e| format!("cannot compute the views: {e}"))?;
         }
+        let mut layouts = std::collections::BTreeMap::new();
         for name in offered_tables(views).iter().skip(1) {
-            let mut frame = ctx
+            let (mut own, layout) = ctx
                 .execute(&format!("SELECT * FROM \"{name}\""))
                 .and_then(|f| f.collect())
                 .and_then(as_text)
+                .and_then(|frame| split_shared(&frame, &catalog))
                 .map_err(|e| format!("cannot compute the view {name}: {e}"))?;
-            write_ipc(&tmp.join(format!("{name}.arrow")), &mut frame)?;
+            write_ipc(&tmp.join(format!("{name}.arrow")), &mut own)?;
+            layouts.insert(name.clone(), layout);
         }
+        let text = serde_json::to_vec(&layouts).map_err(|e| e.to_string())?;
+        std::fs::write(tmp.join(LAYOUT), text).map_err(|e| format!("cannot write the tables' layout: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
     })();
     if let Err(e) = written {
