@@ -26,7 +26,7 @@ help:
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
-	@echo "make pg-test   the PostgreSQL front door with psycopg and psql, compared with DuckDB"
+	@echo "make pg-test   the PostgreSQL front door with psycopg, psql and pandas/SQLAlchemy, compared with DuckDB"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
