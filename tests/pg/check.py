@@ -18,6 +18,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import duckdb
@@ -79,7 +80,7 @@ def main() -> int:
     log = open(work / "server.log", "w")
     proc = subprocess.Popen([args.binary, "serve", "--bind", "127.0.0.1:0", "--pg-bind", "127.0.0.1:0",
                              "--data", str(data), "--credentials", str(creds), "--queries", str(ROOT / "queries"),
-                             "--sql-timeout-ms", "400", "--log", "warn"],
+                             "--sql-timeout-ms", "400", "--reload-interval-ms", "200", "--log", "warn"],
                             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
     try:
         http = proc.stdout.readline()
@@ -209,6 +210,25 @@ def main() -> int:
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
+        # A transaction reads the dataset version current at BEGIN, even when a new export is
+        # swapped in meanwhile; the next transaction reads the new one.
+        with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as other:
+            before = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            newer = work / "newer.parquet"
+            subprocess.run([args.binary, "generate", "--rows", "1500", "--seed", "6", "--out", str(newer)],
+                           check=True, stdout=subprocess.DEVNULL, timeout=300)
+            os.replace(newer, data)
+            deadline = time.monotonic() + 60
+            while other.execute("SELECT count(*) FROM catalog").fetchone()[0] != 1500:
+                if time.monotonic() > deadline:
+                    raise SystemExit("pg: the new export was not swapped in")
+                time.sleep(0.2)
+            during = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            conn.commit()
+            after = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            check("a transaction reads one dataset version", (before, during, after) == (4000, 4000, 1500),
+                  str((before, during, after)))
+            conn.rollback()
         # The queries are counted in the process's metrics, by result.
         import urllib.request
         metrics = urllib.request.urlopen(http.strip().removeprefix("listening on ") + "/metrics", timeout=30).read().decode()

@@ -28,8 +28,19 @@ use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use serde::{Deserialize, Serialize};
 
-use super::worker::{Layout, LAYOUT};
+/// The layouts of a version's views, beside their files (`layout.json`).
+pub const LAYOUT: &str = "layout.json";
+
+/// How a view's table is stored: its columns in order, and those that are the catalog's own
+/// column of that name, row for row (not written again: the worker reads them from the catalog's
+/// file). A view with other rows than the catalog's shares none.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Layout {
+    pub columns: Vec<String>,
+    pub shared: Vec<String>,
+}
 
 /// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
 const SLICE_ROWS: usize = 64 * 1024;

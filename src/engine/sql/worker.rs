@@ -13,7 +13,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Engine, Failure};
+use super::engine::{Engine, Failure, Layout, LAYOUT};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -170,18 +170,6 @@ fn write_ipc(path: &Path, frame: &mut DataFrame) -> Result<(), String> {
         .finish(frame)
         .map_err(|e| format!("cannot write a table file: {e}"))?;
     writer.flush().map_err(|e| format!("cannot write a table file: {e}"))
-}
-
-/// The layouts of a version's views, beside their files (`layout.json`).
-pub const LAYOUT: &str = "layout.json";
-
-/// How a view's table is stored: its columns in order, and those that are the catalog's own
-/// column of that name, row for row (not written again: the worker reads them from the catalog's
-/// file). A view with other rows than the catalog's shares none.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Layout {
-    pub columns: Vec<String>,
-    pub shared: Vec<String>,
 }
 
 /// `view` without the columns it shares with `catalog`, and its layout.
