@@ -151,6 +151,11 @@ pub struct ServeArgs {
     /// free port (printed as `postgres listening on ADDR`).
     #[arg(long, env = "ECO_PG_BIND")]
     pub pg_bind: Option<String>,
+    /// PostgreSQL connections open at once at most; one more is answered 53300
+    /// (too_many_connections) and closed. A connection that has not authenticated within
+    /// --header-timeout-ms is closed.
+    #[arg(long, env = "ECO_PG_MAX_CONNECTIONS", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
+    pub pg_max_connections: usize,
     /// Rows an analyst's SQL query returns at most (`POST /sql` and the PostgreSQL door; the
     /// dialect is PostgreSQL's, run by Apache DataFusion); the rest are cut and `meta.truncated`
     /// says so.

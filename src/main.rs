@@ -281,7 +281,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
-    let pg = eco_insights::pg::PgState { store: Arc::clone(&store), keys: Arc::clone(&keys), sql: Arc::clone(&sql) };
+    let pg = eco_insights::pg::PgState {
+        store: Arc::clone(&store),
+        keys: Arc::clone(&keys),
+        sql: Arc::clone(&sql),
+        max_connections: args.pg_max_connections,
+        startup_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+    };
     let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 

@@ -46,15 +46,20 @@ pub struct PgState {
     pub store: Arc<Store>,
     pub keys: Arc<KeyStore>,
     pub sql: Arc<Runner>,
+    /// Connections open at once at most (`--pg-max-connections`).
+    pub max_connections: usize,
+    /// Time a connection has to authenticate (`--header-timeout-ms`).
+    pub startup_timeout: std::time::Duration,
 }
 
 fn error(code: &str, message: impl Into<String>) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), code.to_owned(), message.into())))
 }
 
-/// Checks a login against the process's credentials (and counts it against the key's quota).
+/// Checks a login against the process's credentials (and counts it against the key's quota),
+/// and marks the connection authenticated.
 #[derive(Clone)]
-struct Keys(Arc<KeyStore>);
+struct Keys(Arc<KeyStore>, Arc<std::sync::atomic::AtomicBool>);
 
 impl Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -72,7 +77,10 @@ impl AuthSource for Keys {
         let user = login.user().unwrap_or_default().to_owned();
         let secret = String::from_utf8_lossy(presented).into_owned();
         match self.0.current().authorize(Some(&user), Some(&secret)) {
-            Ok(_) => Ok(None),
+            Ok(_) => {
+                self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(None)
+            }
             Err(denial) => match denial.error {
                 Refusal::Unauthorized => Err(PgWireError::InvalidPassword(user)),
                 Refusal::RateLimited(secs) => {
@@ -550,10 +558,40 @@ impl PgWireServerHandlers for Handlers {
     }
 }
 
-/// Serves the PostgreSQL protocol on `listener` until the process stops.
+/// An ErrorResponse message: FATAL, `code`, `message` (sent before a connection's start-up is
+/// read, to a connection that is refused).
+fn fatal(code: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (field, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+        body.push(field);
+        body.extend_from_slice(value.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = vec![b'E'];
+    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Gives a connection's place back when it ends.
+struct Open(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Serves the PostgreSQL protocol on `listener` until the process stops: at most
+/// `max_connections` at once (one more is answered 53300 and closed), each closed when it has
+/// not authenticated within `startup_timeout` (a client that never finishes its start-up holds
+/// no place for long).
 pub async fn serve(listener: TcpListener, state: PgState) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let open = Arc::new(AtomicUsize::new(0));
     loop {
-        let (socket, peer) = match listener.accept().await {
+        let (mut socket, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "PostgreSQL front door: accept failed");
@@ -561,9 +599,45 @@ pub async fn serve(listener: TcpListener, state: PgState) {
                 continue;
             }
         };
-        let handlers = Handlers { backend: Arc::new(Backend::new(state.clone())), keys: Keys(Arc::clone(&state.keys)) };
+        if open.fetch_add(1, Ordering::Relaxed) >= state.max_connections {
+            open.fetch_sub(1, Ordering::Relaxed);
+            crate::process::metrics::pg_query("refused");
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let message = "sorry, too many clients already (limite de conexões PostgreSQL atingido)";
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(1), socket.write_all(&fatal("53300", message)))
+                        .await;
+                let _ = socket.shutdown().await;
+            });
+            continue;
+        }
+        let place = Open(Arc::clone(&open));
+        let authenticated = Arc::new(AtomicBool::new(false));
+        let handlers = Handlers {
+            backend: Arc::new(Backend::new(state.clone())),
+            keys: Keys(Arc::clone(&state.keys), Arc::clone(&authenticated)),
+        };
+        let deadline = state.startup_timeout;
         tokio::spawn(async move {
-            if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+            let _place = place;
+            let connection = pgwire::tokio::process_socket(socket, None, handlers);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                r = &mut connection => Some(r),
+                () = tokio::time::sleep(deadline) => None,
+            };
+            let result = match result {
+                Some(r) => r,
+                // Past the deadline: closed (the future and its socket dropped) unless the client
+                // has authenticated, whose connection goes on.
+                None if !authenticated.load(Ordering::Relaxed) => {
+                    tracing::debug!(%peer, "PostgreSQL connection closed: no authentication within the deadline");
+                    return;
+                }
+                None => connection.await,
+            };
+            if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");
             }
         });

@@ -26,6 +26,8 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY, SECRET = "pg-check", "pg-check-secret"
+# The PostgreSQL door's limits in this test: connections at once, and the time to authenticate.
+MAX_CONNECTIONS, STARTUP_MS = 64, 1500
 
 passed = 0
 failed = 0
@@ -66,6 +68,60 @@ def sqlstate(conn_str: str, sql: str, params=None) -> str | None:
     return None
 
 
+def half_open(host: str, port: int, base: str, pid: int, env: dict) -> None:
+    """Two thousand connections that never send their start-up: past --pg-max-connections they
+    are answered 53300 and closed at once, the others are closed within the start-up deadline;
+    HTTP clients are answered meanwhile, psql connects once they are gone, and the service holds
+    no more sockets than before."""
+    import resource
+    import socket
+    import urllib.request
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    fds_before = len(os.listdir(f"/proc/{pid}/fd"))
+    started = time.monotonic()
+    sockets = []
+    for _ in range(2000):
+        s = socket.create_connection((host, port), timeout=5)
+        sockets.append(s)
+    opened = time.monotonic() - started
+    # HTTP is answered while the PostgreSQL door is full.
+    with urllib.request.urlopen(base + "/healthz", timeout=5) as r:
+        check("HTTP answered while 2,000 PostgreSQL connections are half-open", r.status == 200)
+    refused, closed, held = 0, 0, 0
+    deadline = started + STARTUP_MS / 1000 * 1.25 + opened + 2.0
+    for s in sockets:
+        s.settimeout(max(0.05, deadline - time.monotonic()))
+        try:
+            data = s.recv(4096)
+            if data.startswith(b"E") and b"53300" in data:
+                refused += 1
+            elif data == b"":
+                closed += 1
+            else:
+                held += 1
+        except (socket.timeout, TimeoutError):
+            held += 1
+        except ConnectionResetError:
+            closed += 1
+        s.close()
+    # A place freed by the deadline takes a later connection in while the 2,000 are still opening
+    # (which takes seconds): at most MAX_CONNECTIONS held per deadline elapsed, the rest refused.
+    rounds = 1 + int(opened / (STARTUP_MS / 1000)) + 1
+    check(f"connections past --pg-max-connections answered 53300 ({refused} in {opened:.1f} s)",
+          refused + closed == 2000 and closed <= MAX_CONNECTIONS * rounds,
+          f"refused {refused}, closed {closed}, held {held}")
+    check(f"half-open connections closed by the start-up deadline ({closed})", held == 0 and closed >= 1,
+          f"refused {refused}, closed {closed}, held {held}")
+    out = subprocess.run(["psql", "-h", host, "-p", str(port), "-U", KEY, "-d", "eco", "-At", "-c", "SELECT 1"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    check("psql connects once the half-open connections are gone", out.returncode == 0 and out.stdout.strip() == "1",
+          out.stderr)
+    time.sleep(0.5)
+    fds_after = len(os.listdir(f"/proc/{pid}/fd"))
+    check("no socket left open by the half-open connections", fds_after <= fds_before + 2, f"{fds_before} -> {fds_after}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -80,7 +136,9 @@ def main() -> int:
     log = open(work / "server.log", "w")
     proc = subprocess.Popen([args.binary, "serve", "--bind", "127.0.0.1:0", "--pg-bind", "127.0.0.1:0",
                              "--data", str(data), "--credentials", str(creds), "--queries", str(ROOT / "queries"),
-                             "--sql-timeout-ms", "400", "--reload-interval-ms", "200", "--log", "warn"],
+                             "--sql-timeout-ms", "400", "--reload-interval-ms", "200",
+                             "--pg-max-connections", str(MAX_CONNECTIONS), "--header-timeout-ms", str(STARTUP_MS),
+                             "--log", "warn"],
                             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
     try:
         http = proc.stdout.readline()
@@ -229,6 +287,7 @@ def main() -> int:
             check("a transaction reads one dataset version", (before, during, after) == (4000, 4000, 1500),
                   str((before, during, after)))
             conn.rollback()
+        half_open(host, int(port), http.strip().removeprefix("listening on "), proc.pid, env)
         # The queries are counted in the process's metrics, by result.
         import urllib.request
         metrics = urllib.request.urlopen(http.strip().removeprefix("listening on ") + "/metrics", timeout=30).read().decode()
