@@ -26,6 +26,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use polars::prelude::*;
 use tokio::net::TcpListener;
 
+mod copy;
 mod session;
 
 use crate::engine::dataset::snapshot::Snapshot;
@@ -126,11 +127,8 @@ fn fields(frame: &DataFrame, format: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
-/// The rows of a result, encoded for `schema`.
-fn encode(
-    frame: &DataFrame,
-    schema: Arc<Vec<FieldInfo>>,
-) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
+/// The columns of a result cast to the types their PostgreSQL types are encoded from.
+fn typed_columns(frame: &DataFrame) -> PgWireResult<Vec<Column>> {
     let cast = |c: &Column| -> PolarsResult<Column> {
         match pg_type(c.dtype()) {
             Type::INT2 => c.cast(&DataType::Int16),
@@ -141,42 +139,121 @@ fn encode(
             _ => Ok(c.clone()),
         }
     };
-    let columns: Vec<Column> =
-        frame.columns().iter().map(cast).collect::<PolarsResult<_>>().map_err(|e| error("XX000", e.to_string()))?;
+    frame.columns().iter().map(cast).collect::<PolarsResult<_>>().map_err(|e| error("XX000", e.to_string()))
+}
+
+/// Encodes one value of a result with `$encoder` (a row's or a COPY's encoder).
+macro_rules! encode_value {
+    ($encoder:expr, $value:expr) => {
+        match $value {
+            AnyValue::Null => $encoder.encode_field(&None::<i64>)?,
+            AnyValue::Int16(x) => $encoder.encode_field(&x)?,
+            AnyValue::Int32(x) => $encoder.encode_field(&x)?,
+            AnyValue::Int64(x) => $encoder.encode_field(&x)?,
+            AnyValue::Float64(x) => $encoder.encode_field(&x)?,
+            AnyValue::Boolean(x) => $encoder.encode_field(&x)?,
+            AnyValue::String(s) => $encoder.encode_field(&s)?,
+            AnyValue::StringOwned(ref s) => $encoder.encode_field(&s.as_str())?,
+            AnyValue::Date(days) => {
+                let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
+                    .and_then(|d| d.checked_add_signed(chrono::Duration::days(days as i64)));
+                $encoder.encode_field(&date)?
+            }
+            AnyValue::Datetime(t, unit, _) => {
+                let micros = match unit {
+                    TimeUnit::Nanoseconds => t / 1_000,
+                    TimeUnit::Microseconds => t,
+                    TimeUnit::Milliseconds => t * 1_000,
+                };
+                let ts = chrono::DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc());
+                $encoder.encode_field(&ts)?
+            }
+            other => $encoder.encode_field(&other.to_string())?,
+        }
+    };
+}
+
+/// The rows of a result, encoded for `schema`.
+fn encode(
+    frame: &DataFrame,
+    schema: Arc<Vec<FieldInfo>>,
+) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
+    let columns = typed_columns(frame)?;
     let mut encoder = DataRowEncoder::new(schema);
     let mut rows = Vec::with_capacity(frame.height());
     for i in 0..frame.height() {
         for c in &columns {
-            let v = c.get(i).unwrap_or(AnyValue::Null);
-            match v {
-                AnyValue::Null => encoder.encode_field(&None::<i64>)?,
-                AnyValue::Int16(x) => encoder.encode_field(&x)?,
-                AnyValue::Int32(x) => encoder.encode_field(&x)?,
-                AnyValue::Int64(x) => encoder.encode_field(&x)?,
-                AnyValue::Float64(x) => encoder.encode_field(&x)?,
-                AnyValue::Boolean(x) => encoder.encode_field(&x)?,
-                AnyValue::String(s) => encoder.encode_field(&s)?,
-                AnyValue::StringOwned(ref s) => encoder.encode_field(&s.as_str())?,
-                AnyValue::Date(days) => {
-                    let date = chrono::NaiveDate::from_ymd_opt(1970, 1, 1)
-                        .and_then(|d| d.checked_add_signed(chrono::Duration::days(days as i64)));
-                    encoder.encode_field(&date)?
-                }
-                AnyValue::Datetime(t, unit, _) => {
-                    let micros = match unit {
-                        TimeUnit::Nanoseconds => t / 1_000,
-                        TimeUnit::Microseconds => t,
-                        TimeUnit::Milliseconds => t * 1_000,
-                    };
-                    let ts = chrono::DateTime::from_timestamp_micros(micros).map(|d| d.naive_utc());
-                    encoder.encode_field(&ts)?
-                }
-                other => encoder.encode_field(&other.to_string())?,
-            }
+            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null));
         }
         rows.push(Ok(encoder.take_row()));
     }
     Ok(rows)
+}
+
+/// A result copied to the client (`COPY … TO STDOUT`) in `format`.
+fn copy_out(frame: &DataFrame, format: &copy::Format) -> PgWireResult<Response> {
+    use pgwire::api::results::{CopyCsvOptions, CopyEncoder, CopyResponse, CopyTextOptions, FieldFormat};
+    let columns = typed_columns(frame)?;
+    let field_format = if *format == copy::Format::Binary { FieldFormat::Binary } else { FieldFormat::Text };
+    let schema: Arc<Vec<FieldInfo>> = Arc::new(
+        frame
+            .columns()
+            .iter()
+            .map(|c| FieldInfo::new(c.name().to_string(), None, None, pg_type(c.dtype()), field_format))
+            .collect(),
+    );
+    let mut header = None;
+    let (code, mut encoder) = match format {
+        copy::Format::Binary => (1, CopyEncoder::new_binary(Arc::clone(&schema))),
+        copy::Format::Text { delimiter, null } => (
+            0,
+            CopyEncoder::new_text(
+                Arc::clone(&schema),
+                CopyTextOptions { delimiter: delimiter.to_string().into(), null_string: null.as_str().into() },
+            ),
+        ),
+        copy::Format::Csv { delimiter, null, quote, header: with_header } => {
+            if *with_header {
+                let q = quote.to_string();
+                let names: Vec<String> = schema
+                    .iter()
+                    .map(|f| {
+                        let name = f.name();
+                        if name.contains(*delimiter) || name.contains(*quote) || name.contains('\n') {
+                            format!("{q}{}{q}", name.replace(&q, &format!("{q}{q}")))
+                        } else {
+                            name.to_string()
+                        }
+                    })
+                    .collect();
+                header = Some(format!("{}\n", names.join(&delimiter.to_string())).into_bytes());
+            }
+            let options = CopyCsvOptions {
+                delimiter: delimiter.to_string().into(),
+                quote: quote.to_string().into(),
+                escape: quote.to_string().into(),
+                null_string: null.as_str().into(),
+                force_quote: Vec::new(),
+            };
+            (0, CopyEncoder::new_csv(Arc::clone(&schema), options))
+        }
+    };
+    let mut chunks = Vec::with_capacity(frame.height() + 1);
+    for i in 0..frame.height() {
+        for c in &columns {
+            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null));
+        }
+        let mut data = encoder.take_copy();
+        if let Some(h) = header.take() {
+            // The header goes with the first row (the command's row count counts messages).
+            data.data = [h, data.data.to_vec()].concat().into();
+        }
+        chunks.push(Ok(data));
+    }
+    if let Some(h) = header {
+        chunks.push(Ok(pgwire::messages::copy::CopyData::new(h.into())));
+    }
+    Ok(Response::CopyOut(CopyResponse::new(code, schema.len(), stream::iter(chunks))))
 }
 
 impl Backend {
@@ -450,6 +527,11 @@ impl SimpleQueryHandler for Backend {
         if let Some(statement) = session::parse(trimmed) {
             return Ok(vec![self.session(client, statement, &Format::UnifiedText)?]);
         }
+        if let Some(copy) = copy::parse(trimmed) {
+            let copy = copy.map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")))?;
+            let frame = self.run(&copy.query, user_of(client)).await?;
+            return Ok(vec![copy_out(&frame, &copy.format)?]);
+        }
         let frame = self.run(trimmed, user_of(client)).await?;
         Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
     }
@@ -477,6 +559,11 @@ impl ExtendedQueryHandler for Backend {
             return self.session(client, statement, &portal.result_column_format);
         }
         let sql = bound(portal)?;
+        if let Some(copy) = copy::parse(&sql) {
+            let copy = copy.map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")))?;
+            let frame = self.run(&copy.query, user_of(client)).await?;
+            return copy_out(&frame, &copy.format);
+        }
         let cached = {
             let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
             match d.take() {
@@ -503,6 +590,9 @@ impl ExtendedQueryHandler for Backend {
         if let Some(statement) = session::parse(&stmt.statement) {
             return Ok(DescribeStatementResponse::new(types, session_fields(&statement)));
         }
+        if copy::parse(&stmt.statement).is_some() {
+            return Ok(DescribeStatementResponse::new(types, vec![]));
+        }
         if !types.is_empty() {
             // The columns need the parameters' values: they come with the portal.
             return Ok(DescribeStatementResponse::new(types, vec![]));
@@ -523,6 +613,9 @@ impl ExtendedQueryHandler for Backend {
     {
         if let Some(statement) = session::parse(&portal.statement.statement) {
             return Ok(DescribePortalResponse::new(session_fields(&statement)));
+        }
+        if copy::parse(&portal.statement.statement).is_some() {
+            return Ok(DescribePortalResponse::new(vec![]));
         }
         let sql = bound(portal)?;
         let frame = self.run(&sql, user_of(client)).await?;

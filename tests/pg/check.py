@@ -268,6 +268,41 @@ def main() -> int:
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
+        # COPY … TO STDOUT: psql's \copy in CSV, psycopg's copy in text and binary, and Polars'
+        # read_database_uri through connectorx (which reads with COPY … TO STDOUT WITH BINARY).
+        copy_sql = "SELECT id, marca, ano, co2_fossil_g_km FROM catalog WHERE ano >= 2019 ORDER BY id LIMIT 200"
+        want = con.execute(copy_sql).fetchall()
+        target = work / "copied.csv"
+        out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-c",
+                              f"\\copy ({copy_sql}) TO '{target}' csv header"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        import csv
+        got = []
+        if target.exists():
+            with open(target, newline="") as f:
+                lines = list(csv.reader(f))
+            got = [(r[0], r[1], int(r[2]), float(r[3]) if r[3] else None) for r in lines[1:]]
+            header = lines[0] if lines else []
+        check("psql \\copy (query) TO file csv header", out.returncode == 0 and "COPY 200" in out.stdout
+              and header == ["id", "marca", "ano", "co2_fossil_g_km"] and same_rows(got, want),
+              f"{out.stdout!r} {out.stderr!r} {got[:2]} vs {want[:2]}")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            with conn.cursor() as cur:
+                with cur.copy(f"COPY ({copy_sql}) TO STDOUT") as cp:
+                    text = b"".join(bytes(b) for b in cp).decode()
+                rows = [line.split("\t") for line in text.splitlines()]
+                got = [(r[0], r[1], int(r[2]), None if r[3] == "\\N" else float(r[3])) for r in rows]
+                check("COPY (query) TO STDOUT, text", same_rows(got, want), f"{got[:2]} vs {want[:2]}")
+                with cur.copy(f"COPY ({copy_sql}) TO STDOUT (FORMAT binary)") as cp:
+                    cp.set_types(["text", "text", "int4", "float8"])
+                    got = list(cp.rows())
+                check("COPY (query) TO STDOUT, binary", same_rows(got, want), f"{got[:2]} vs {want[:2]}")
+            for sql in ("COPY catalog FROM STDIN", "COPY catalog TO '/tmp/eco.csv'", "COPY (SELECT 1) TO PROGRAM 'id'"):
+                check(f"{sql} answers 42501", sqlstate(dsn, sql) == "42501", str(sqlstate(dsn, sql)))
+        import polars
+        frame = polars.read_database_uri(copy_sql, f"postgresql://{KEY}:{SECRET}@{host}:{port}/eco", engine="connectorx")
+        check("Polars read_database_uri (connectorx, binary COPY)", same_rows(frame.rows(), want),
+              f"{frame.rows()[:2]} vs {want[:2]}")
         # A transaction reads the dataset version current at BEGIN, even when a new export is
         # swapped in meanwhile; the next transaction reads the new one.
         with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as other:
