@@ -102,6 +102,9 @@ pub struct Backend {
     settings: Mutex<Option<session::Settings>>,
     /// The dataset version a transaction reads (from `BEGIN` to `COMMIT`/`ROLLBACK`).
     pinned: Mutex<Option<Arc<Snapshot>>>,
+    /// Open server-side cursors: each query's answer (within `--sql-max-rows`) and the rows
+    /// fetched so far.
+    cursors: Mutex<std::collections::HashMap<String, (DataFrame, usize)>>,
 }
 
 /// A column's PostgreSQL type.
@@ -264,6 +267,7 @@ impl Backend {
             described: Mutex::new(None),
             settings: Mutex::new(None),
             pinned: Mutex::new(None),
+            cursors: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -348,6 +352,8 @@ impl Backend {
             }
             S::Commit | S::Rollback => {
                 *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                // Cursors end with their transaction (psycopg's named cursors are WITHOUT HOLD).
+                self.cursors.lock().unwrap_or_else(|e| e.into_inner()).clear();
                 let tag = if statement == S::Commit { "COMMIT" } else { "ROLLBACK" };
                 Ok(Response::TransactionEnd(Tag::new(tag)))
             }
@@ -370,11 +376,71 @@ impl Backend {
             }
             S::Discard => {
                 settings.reset(None);
+                self.cursors.lock().unwrap_or_else(|e| e.into_inner()).clear();
                 *self.pinned.lock().unwrap_or_else(|e| e.into_inner()) = None;
                 execution("DISCARD ALL")
             }
             S::Deallocate => execution("DEALLOCATE"),
             S::Savepoint(tag) => execution(tag),
+        }
+    }
+
+    /// Answers a cursor statement (see [`session::Cursor`]).
+    async fn cursor(
+        &self,
+        statement: session::Cursor,
+        user: Option<String>,
+        format: &Format,
+    ) -> PgWireResult<Response> {
+        use session::Cursor as C;
+        match statement {
+            C::Declare { name, query } => {
+                let frame = self.run(&query, user).await?;
+                self.cursors.lock().unwrap_or_else(|e| e.into_inner()).insert(name, (frame, 0));
+                Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
+            }
+            C::Fetch { name, count, moves } => {
+                let mut cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
+                let Some((frame, at)) = cursors.get_mut(&name) else {
+                    return Err(error("34000", format!("cursor \"{name}\" does not exist")));
+                };
+                let start = (*at).min(frame.height());
+                let n = count.unwrap_or(usize::MAX).min(frame.height() - start);
+                *at = start + n;
+                if moves {
+                    return Ok(Response::Execution(Tag::new("MOVE").with_rows(n)));
+                }
+                let rows = frame.slice(start as i64, n);
+                drop(cursors);
+                let mut response = match Backend::response(&rows, format)? {
+                    Response::Query(q) => q,
+                    other => return Ok(other),
+                };
+                response.set_command_tag("FETCH");
+                Ok(Response::Query(response))
+            }
+            C::Close(name) => {
+                let mut cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
+                match name {
+                    None => cursors.clear(),
+                    Some(n) if cursors.remove(&n).is_none() => {
+                        return Err(error("34000", format!("cursor \"{n}\" does not exist")));
+                    }
+                    Some(_) => {}
+                }
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
+        }
+    }
+
+    /// The columns a cursor statement answers with: a FETCH's are its cursor's query's.
+    fn cursor_fields(&self, cursor: PgWireResult<session::Cursor>, format: &Format) -> Vec<FieldInfo> {
+        match cursor {
+            Ok(session::Cursor::Fetch { name, moves: false, .. }) => {
+                let cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
+                cursors.get(&name).map(|(frame, _)| fields(frame, format)).unwrap_or_default()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -532,6 +598,10 @@ impl SimpleQueryHandler for Backend {
             let frame = self.run(&copy.query, user_of(client)).await?;
             return Ok(vec![copy_out(&frame, &copy.format)?]);
         }
+        if let Some(cursor) = session::parse_cursor(trimmed) {
+            let cursor = cursor.map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")))?;
+            return Ok(vec![self.cursor(cursor, user_of(client), &Format::UnifiedText).await?]);
+        }
         let frame = self.run(trimmed, user_of(client)).await?;
         Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
     }
@@ -553,7 +623,15 @@ impl ExtendedQueryHandler for Backend {
         _max_rows: usize,
     ) -> PgWireResult<Response>
     where
-        C: ClientInfo + Unpin + Send + Sync,
+        C: ClientInfo
+            + pgwire::api::ClientPortalStore
+            + futures::Sink<pgwire::messages::PgWireBackendMessage>
+            + Unpin
+            + Send
+            + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
         if let Some(statement) = session::parse(&portal.statement.statement) {
             return self.session(client, statement, &portal.result_column_format);
@@ -563,6 +641,24 @@ impl ExtendedQueryHandler for Backend {
             let copy = copy.map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")))?;
             let frame = self.run(&copy.query, user_of(client)).await?;
             return copy_out(&frame, &copy.format);
+        }
+        if let Some(cursor) = session::parse_cursor(&sql) {
+            let cursor = cursor.map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")))?;
+            // A cursor is also a portal of its name, which drivers describe (psycopg's named
+            // cursors ask its columns so): described as a FETCH of all its rows.
+            let store = pgwire::api::store::PortalStore::put_portal;
+            match &cursor {
+                session::Cursor::Declare { name, .. } => {
+                    let fetch = format!("FETCH ALL FROM \"{}\"", name.replace('"', "\"\""));
+                    let statement = Arc::new(StoredStatement::new(name.clone(), fetch, vec![]));
+                    store(client.portal_store(), Arc::new(Portal::new_cursor(name.clone(), statement)));
+                }
+                session::Cursor::Close(Some(name)) => {
+                    pgwire::api::store::PortalStore::rm_portal(client.portal_store(), name);
+                }
+                _ => {}
+            }
+            return self.cursor(cursor, user_of(client), &portal.result_column_format).await;
         }
         let cached = {
             let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
@@ -593,6 +689,12 @@ impl ExtendedQueryHandler for Backend {
         if copy::parse(&stmt.statement).is_some() {
             return Ok(DescribeStatementResponse::new(types, vec![]));
         }
+        if let Some(cursor) = session::parse_cursor(&stmt.statement) {
+            return Ok(DescribeStatementResponse::new(
+                types,
+                self.cursor_fields(cursor.map_err(|m| error("0A000", m)), &Format::UnifiedText),
+            ));
+        }
         if !types.is_empty() {
             // The columns need the parameters' values: they come with the portal.
             return Ok(DescribeStatementResponse::new(types, vec![]));
@@ -616,6 +718,11 @@ impl ExtendedQueryHandler for Backend {
         }
         if copy::parse(&portal.statement.statement).is_some() {
             return Ok(DescribePortalResponse::new(vec![]));
+        }
+        if let Some(cursor) = session::parse_cursor(&portal.statement.statement) {
+            return Ok(DescribePortalResponse::new(
+                self.cursor_fields(cursor.map_err(|m| error("0A000", m)), &portal.result_column_format),
+            ));
         }
         let sql = bound(portal)?;
         let frame = self.run(&sql, user_of(client)).await?;

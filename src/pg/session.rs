@@ -278,3 +278,106 @@ mod tests {
         assert_eq!(s.get("my.option"), None);
     }
 }
+
+/// A server-side cursor statement (`DECLARE … CURSOR FOR`, `FETCH`, `MOVE`, `CLOSE`): pandas'
+/// chunked reads and SQLAlchemy's `stream_results` use them through psycopg's named cursors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cursor {
+    /// `DECLARE name … CURSOR … FOR query`.
+    Declare { name: String, query: String },
+    /// `FETCH`/`MOVE` (`moves` true: no rows answered) of at most `count` rows (`None`: all).
+    Fetch { name: String, count: Option<usize>, moves: bool },
+    /// `CLOSE name`, or `CLOSE ALL` (`None`).
+    Close(Option<String>),
+}
+
+/// A cursor name as PostgreSQL folds it.
+fn cursor_name(word: &str) -> String {
+    match word.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => word.to_lowercase(),
+    }
+}
+
+/// The cursor statement `sql` is, if it is one (`Err` for a form not supported: backwards).
+pub fn parse_cursor(sql: &str) -> Option<Result<Cursor, String>> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let first = words.first()?.to_lowercase();
+    match first.as_str() {
+        "declare" => {
+            let name = cursor_name(words.get(1)?);
+            // The query follows the first `FOR` after `CURSOR`.
+            let lower = text.to_lowercase();
+            let cursor_at = lower.find(" cursor")?;
+            let for_at = lower[cursor_at..].find(" for ").map(|i| cursor_at + i)?;
+            Some(Ok(Cursor::Declare { name, query: text[for_at + 5..].trim().to_string() }))
+        }
+        "fetch" | "move" => {
+            let moves = first == "move";
+            let mut rest: Vec<String> = words[1..].iter().map(|w| w.to_string()).collect();
+            let name = cursor_name(&rest.pop()?);
+            if rest.last().is_some_and(|w| w.eq_ignore_ascii_case("from") || w.eq_ignore_ascii_case("in")) {
+                rest.pop();
+            }
+            let lower: Vec<String> = rest.iter().map(|w| w.to_lowercase()).collect();
+            let count = match lower.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                [] | ["next"] | ["forward"] => Some(1),
+                ["all"] | ["forward", "all"] => None,
+                [n] | ["forward", n] => match n.parse::<i64>() {
+                    Ok(n) if n >= 0 => Some(n as usize),
+                    _ => return Some(Err(format!("{} {n}: only forward fetches are supported", first.to_uppercase()))),
+                },
+                other => {
+                    return Some(Err(format!(
+                        "{} {}: only forward fetches are supported",
+                        first.to_uppercase(),
+                        other.join(" ").to_uppercase()
+                    )))
+                }
+            };
+            Some(Ok(Cursor::Fetch { name, count, moves }))
+        }
+        "close" => match words.get(1) {
+            Some(w) if w.eq_ignore_ascii_case("all") => Some(Ok(Cursor::Close(None))),
+            Some(w) => Some(Ok(Cursor::Close(Some(cursor_name(w))))),
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::*;
+
+    #[test]
+    fn cursor_statements_as_psycopg_sends_them() {
+        assert_eq!(
+            parse_cursor("DECLARE \"c_1\" NO SCROLL CURSOR WITHOUT HOLD FOR SELECT marca FROM catalog"),
+            Some(Ok(Cursor::Declare { name: "c_1".into(), query: "SELECT marca FROM catalog".into() }))
+        );
+        assert_eq!(
+            parse_cursor("declare c cursor with hold for select 1"),
+            Some(Ok(Cursor::Declare { name: "c".into(), query: "select 1".into() }))
+        );
+        assert_eq!(
+            parse_cursor("FETCH FORWARD 1000 FROM \"c_1\""),
+            Some(Ok(Cursor::Fetch { name: "c_1".into(), count: Some(1000), moves: false }))
+        );
+        assert_eq!(
+            parse_cursor("FETCH ALL c"),
+            Some(Ok(Cursor::Fetch { name: "c".into(), count: None, moves: false }))
+        );
+        assert_eq!(parse_cursor("FETCH c"), Some(Ok(Cursor::Fetch { name: "c".into(), count: Some(1), moves: false })));
+        assert_eq!(
+            parse_cursor("MOVE 5 IN c"),
+            Some(Ok(Cursor::Fetch { name: "c".into(), count: Some(5), moves: true }))
+        );
+        assert!(parse_cursor("FETCH BACKWARD 2 FROM c").unwrap().is_err());
+        assert!(parse_cursor("FETCH -2 FROM c").unwrap().is_err());
+        assert_eq!(parse_cursor("CLOSE \"c_1\""), Some(Ok(Cursor::Close(Some("c_1".into())))));
+        assert_eq!(parse_cursor("CLOSE ALL"), Some(Ok(Cursor::Close(None))));
+        assert_eq!(parse_cursor("SELECT 1"), None);
+    }
+}

@@ -232,7 +232,6 @@ def main() -> int:
                            "ORDER BY n DESC, marca").fetchall()
         check("pandas.read_sql through SQLAlchemy", [tuple(r) for r in frame.itertuples(index=False)] == want,
               f"{frame.head(3)} vs {want[:3]}")
-        engine.dispose()
 
         # Credentials and SQLSTATEs.
         bad = f"host={host} port={port} user={KEY} password=wrong dbname=eco sslmode=disable"
@@ -303,6 +302,30 @@ def main() -> int:
         frame = polars.read_database_uri(copy_sql, f"postgresql://{KEY}:{SECRET}@{host}:{port}/eco", engine="connectorx")
         check("Polars read_database_uri (connectorx, binary COPY)", same_rows(frame.rows(), want),
               f"{frame.rows()[:2]} vs {want[:2]}")
+        # Server-side cursors: psycopg's named cursor (DECLARE, FETCH FORWARD n, CLOSE) and pandas'
+        # chunked read_sql through SQLAlchemy's stream_results.
+        cursor_sql = "SELECT id, marca, ano FROM catalog WHERE ano >= 2018 ORDER BY id"
+        want = con.execute(cursor_sql).fetchall()
+        with psycopg.connect(dsn) as conn:
+            with conn.cursor(name="eco_chunks") as cur:
+                cur.itersize = 300
+                cur.execute(cursor_sql)
+                got = [tuple(r) for r in cur]
+            check("psycopg named cursor (DECLARE, FETCH, CLOSE)", got == [tuple(r) for r in want],
+                  f"{len(got)} rows vs {len(want)}")
+            cur = conn.cursor()
+            cur.execute("DECLARE c CURSOR FOR " + cursor_sql)
+            cur.execute("MOVE 10 IN c")
+            cur.execute("FETCH 5 FROM c")
+            check("MOVE then FETCH", [tuple(r) for r in cur.fetchall()] == [tuple(r) for r in want[10:15]])
+            cur.execute("CLOSE c")
+            conn.rollback()
+        chunks = pandas.read_sql(sqlalchemy.text(cursor_sql), engine.execution_options(stream_results=True),
+                                 chunksize=250)
+        got = [tuple(r) for chunk in chunks for r in chunk.itertuples(index=False)]
+        check("pandas.read_sql in chunks (stream_results)", got == [tuple(r) for r in want],
+              f"{len(got)} rows vs {len(want)}")
+        engine.dispose()
         # A transaction reads the dataset version current at BEGIN, even when a new export is
         # swapped in meanwhile; the next transaction reads the new one.
         with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as other:
