@@ -105,6 +105,46 @@ pub struct Backend {
     /// Open server-side cursors: each query's answer (within `--sql-max-rows`) and the rows
     /// fetched so far.
     cursors: Mutex<std::collections::HashMap<String, (DataFrame, usize)>>,
+    /// Set by a cancel request for this connection (BackendKeyData); cleared when a query starts.
+    cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// The process's cancel registry, and this connection's key in it once registered (at its
+    /// first statement: the key is the BackendKeyData sent when it authenticated).
+    cancels: Cancels,
+    key: Mutex<Option<CancelKey>>,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Some(key) = self.key.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            self.cancels.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        }
+    }
+}
+
+/// A connection's process id and secret key (BackendKeyData), as a cancel request names it.
+type CancelKey = (i32, Vec<u8>);
+
+/// The cancel flags of the open connections, by their keys.
+type Cancels = Arc<Mutex<std::collections::HashMap<CancelKey, Arc<std::sync::atomic::AtomicBool>>>>;
+
+fn key_bytes(secret: &pgwire::messages::startup::SecretKey) -> Vec<u8> {
+    match secret {
+        pgwire::messages::startup::SecretKey::I32(k) => k.to_be_bytes().to_vec(),
+        pgwire::messages::startup::SecretKey::Bytes(b) => b.to_vec(),
+    }
+}
+
+/// Answers a CancelRequest: the named connection's running query stops (57014).
+struct CancelRequests(Cancels);
+
+#[async_trait]
+impl pgwire::api::cancel::CancelHandler for CancelRequests {
+    async fn on_cancel_request(&self, request: pgwire::messages::cancel::CancelRequest) {
+        let key = (request.pid, key_bytes(&request.secret_key));
+        if let Some(flag) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 /// A column's PostgreSQL type.
@@ -260,7 +300,7 @@ fn copy_out(frame: &DataFrame, format: &copy::Format) -> PgWireResult<Response> 
 }
 
 impl Backend {
-    fn new(state: PgState) -> Backend {
+    fn new(state: PgState, cancels: Cancels) -> Backend {
         Backend {
             state,
             parser: Arc::new(NoopQueryParser::new()),
@@ -268,6 +308,20 @@ impl Backend {
             settings: Mutex::new(None),
             pinned: Mutex::new(None),
             cursors: Mutex::new(std::collections::HashMap::new()),
+            cancel: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            cancels,
+            key: Mutex::new(None),
+        }
+    }
+
+    /// Registers the connection for cancel requests under the key it was given (once).
+    fn register<C: ClientInfo>(&self, client: &C) {
+        let mut key = self.key.lock().unwrap_or_else(|e| e.into_inner());
+        if key.is_none() {
+            let (pid, secret) = client.pid_and_secret_key();
+            let k = (pid, key_bytes(&secret));
+            self.cancels.lock().unwrap_or_else(|e| e.into_inner()).insert(k.clone(), Arc::clone(&self.cancel));
+            *key = Some(k);
         }
     }
 
@@ -309,10 +363,12 @@ impl Backend {
         })?;
         let runner = Arc::clone(&self.state.sql);
         let (done, result) = tokio::sync::oneshot::channel();
+        let cancel = Arc::clone(&self.cancel);
+        cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         std::thread::Builder::new()
             .name("eco-pg-sql".into())
             .spawn(move || {
-                let _ = done.send(runner.run(&snapshot, &checked.sql));
+                let _ = done.send(runner.run_cancellable(&snapshot, &checked.sql, &cancel));
             })
             .map_err(|e| error("XX000", e.to_string()))?;
         match result.await.map_err(|e| error("XX000", e.to_string()))? {
@@ -324,6 +380,7 @@ impl Backend {
                 "57P03",
                 format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
             )),
+            Outcome::Cancelled => Err(error("57014", "canceling statement due to user request (consulta cancelada)")),
             Outcome::Failed(m) => {
                 tracing::error!(error = %m, "SQL worker failed");
                 Err(error("XX000", "erro interno do servidor"))
@@ -586,6 +643,7 @@ impl SimpleQueryHandler for Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
+        self.register(client);
         let trimmed = query.trim().trim_end_matches(';').trim();
         if trimmed.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
@@ -633,6 +691,7 @@ impl ExtendedQueryHandler for Backend {
         C::Error: Debug,
         PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
+        self.register(client);
         if let Some(statement) = session::parse(&portal.statement.statement) {
             return self.session(client, statement, &portal.result_column_format);
         }
@@ -736,6 +795,7 @@ impl ExtendedQueryHandler for Backend {
 struct Handlers {
     backend: Arc<Backend>,
     keys: Keys,
+    cancels: Cancels,
 }
 
 impl PgWireServerHandlers for Handlers {
@@ -755,6 +815,10 @@ impl PgWireServerHandlers for Handlers {
         parameters.time_zone = "UTC".to_owned();
         parameters.date_style = "ISO, MDY".to_owned();
         Arc::new(CleartextPasswordAuthStartupHandler::new(self.keys.clone(), parameters))
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(CancelRequests(Arc::clone(&self.cancels)))
     }
 }
 
@@ -790,6 +854,7 @@ impl Drop for Open {
 pub async fn serve(listener: TcpListener, state: PgState) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let open = Arc::new(AtomicUsize::new(0));
+    let cancels: Cancels = Arc::default();
     loop {
         let (mut socket, peer) = match listener.accept().await {
             Ok(s) => s,
@@ -815,8 +880,9 @@ pub async fn serve(listener: TcpListener, state: PgState) {
         let place = Open(Arc::clone(&open));
         let authenticated = Arc::new(AtomicBool::new(false));
         let handlers = Handlers {
-            backend: Arc::new(Backend::new(state.clone())),
+            backend: Arc::new(Backend::new(state.clone(), Arc::clone(&cancels))),
             keys: Keys(Arc::clone(&state.keys), Arc::clone(&authenticated)),
+            cancels: Arc::clone(&cancels),
         };
         let deadline = state.startup_timeout;
         tokio::spawn(async move {

@@ -122,6 +122,48 @@ def half_open(host: str, port: int, base: str, pid: int, env: dict) -> None:
     check("no socket left open by the half-open connections", fds_after <= fds_before + 2, f"{fds_before} -> {fds_after}")
 
 
+def cancel_check(binary: str, data: Path, creds: Path) -> None:
+    """A CancelRequest (psycopg's cancel, over BackendKeyData) stops the connection's running
+    query at once with 57014, long before its time limit, and the connection goes on."""
+    import threading
+    proc = subprocess.Popen([binary, "serve", "--bind", "127.0.0.1:0", "--pg-bind", "127.0.0.1:0", "--data", str(data),
+                             "--credentials", str(creds), "--queries", str(ROOT / "queries"),
+                             "--sql-timeout-ms", "60000", "--log", "warn"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    try:
+        proc.stdout.readline()
+        host, port = proc.stdout.readline().strip().removeprefix("postgres listening on ").rsplit(":", 1)
+        dsn = f"host={host} port={port} user={KEY} password={SECRET} dbname=eco sslmode=disable"
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("SELECT count(*) FROM catalog").fetchone()  # the tables are prepared
+            pid = conn.info.backend_pid
+            outcome = {}
+
+            def long_query():
+                started = time.monotonic()
+                try:
+                    # Some 16M regular-expression matches over long texts: seconds of CPU, little memory.
+                    conn.execute("SELECT count(*) FROM catalog a CROSS JOIN catalog b "
+                                 "WHERE regexp_like(repeat(a.versao, 50) || b.modelo, 'x[0-9]+y$')").fetchone()
+                    outcome["state"] = "answered"
+                except psycopg.Error as e:
+                    outcome["state"] = e.sqlstate
+                outcome["took"] = time.monotonic() - started
+
+            worker = threading.Thread(target=long_query)
+            worker.start()
+            time.sleep(1.0)
+            conn.cancel_safe()
+            worker.join(timeout=30)
+            check("a cancel request stops the running query (57014)", outcome.get("state") == "57014"
+                  and outcome.get("took", 99) < 5 and pid != 0, str(outcome))
+            again = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            check("the connection answers after a cancel", again == 4000, str(again))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -130,6 +172,9 @@ def main() -> int:
     data = work / "catalog.parquet"
     subprocess.run([args.binary, "generate", "--rows", "4000", "--seed", "5", "--out", str(data)],
                    check=True, stdout=subprocess.DEVNULL, timeout=300)
+    original = work / "original.parquet"
+    import shutil
+    shutil.copyfile(data, original)
     creds = work / "credentials.json"
     creds.write_text(json.dumps({"credentials": [{"key": KEY, "name": "pg check",
                                                   "secret_sha256": hashlib.sha256(SECRET.encode()).hexdigest()}]}))
@@ -346,6 +391,7 @@ def main() -> int:
                   str((before, during, after)))
             conn.rollback()
         half_open(host, int(port), http.strip().removeprefix("listening on "), proc.pid, env)
+        cancel_check(args.binary, original, creds)
         # The queries are counted in the process's metrics, by result.
         import urllib.request
         metrics = urllib.request.urlopen(http.strip().removeprefix("listening on ") + "/metrics", timeout=30).read().decode()

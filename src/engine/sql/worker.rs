@@ -56,6 +56,8 @@ pub enum Outcome {
     Preparing(u64),
     /// The worker could not run (the reason is logged).
     Failed(String),
+    /// Cancelled by the client while it ran (its worker stopped).
+    Cancelled,
 }
 
 /// The table names a query may read: `catalog` and every table the views create.
@@ -397,6 +399,17 @@ impl Runner {
     /// Runs a checked statement against `snapshot` within the limits. Blocks the calling thread
     /// for at most about the time limit.
     pub fn run(&self, snapshot: &Arc<Snapshot>, sql: &str) -> Outcome {
+        self.run_cancellable(snapshot, sql, &std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// [`Runner::run`], stopped (its worker killed, [`Outcome::Cancelled`]) within some 25 ms of
+    /// `cancel` becoming true (a client's cancel request).
+    pub fn run_cancellable(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        sql: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Outcome {
         {
             let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
             if *n >= self.limits.workers {
@@ -419,7 +432,7 @@ impl Runner {
             max_rows: self.limits.max_rows,
             memory_bytes: self.limits.memory_bytes,
         };
-        match self.ask_warm(&request, started) {
+        match self.ask_warm(&request, started, cancel) {
             Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
             other => other,
         }
@@ -527,7 +540,7 @@ impl Runner {
 
     /// Runs a request on a warm worker (one kept idle for this catalog, or a new one), which
     /// goes back to the idle ones when it answered in time, and is killed otherwise.
-    fn ask_warm(&self, request: &Request, started: Instant) -> Outcome {
+    fn ask_warm(&self, request: &Request, started: Instant, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
         let kept = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let (same, other): (Vec<Warm>, Vec<Warm>) =
@@ -558,8 +571,20 @@ impl Runner {
             warm.stop();
             return Outcome::Failed(format!("cannot reach the SQL worker: {e}"));
         }
-        let left = (started + self.limits.timeout).saturating_duration_since(Instant::now());
-        match warm.answers.recv_timeout(left) {
+        let deadline = started + self.limits.timeout;
+        let answer = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match warm.answers.recv_timeout(left.min(Duration::from_millis(25))) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
+                    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                        warm.stop();
+                        return Outcome::Cancelled;
+                    }
+                }
+                other => break other,
+            }
+        };
+        match answer {
             Ok(Some((ROWS, bytes))) => {
                 let outcome = match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
                     Ok(frame) => {

@@ -131,6 +131,8 @@ async fn answer(ctx: Ctx, uri: Uri, format: Format, sql: String, state: AppState
         Outcome::Busy => return Err(ApiError::Overloaded),
         Outcome::Preparing(secs) => return Err(ApiError::Preparing(secs)),
         Outcome::Failed(m) => return Err(ApiError::internal(m)),
+        // Only the PostgreSQL door cancels a query.
+        Outcome::Cancelled => return Err(ApiError::QueryTooExpensive("a consulta foi cancelada".into())),
     };
     let columns: Vec<SqlColumn> =
         frame.columns().iter().map(|c| SqlColumn { name: c.name().to_string(), kind: kind(c.dtype()) }).collect();
