@@ -26,7 +26,7 @@ help:
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
 	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
-	@echo "make pg-test   the PostgreSQL front door with psycopg, psql and pandas/SQLAlchemy, compared with DuckDB"
+	@echo "make pg-test   the PostgreSQL front door with psycopg, psql, pgjdbc, pandas/SQLAlchemy and connectorx, compared with DuckDB"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
@@ -135,12 +135,14 @@ report-test: build
 # $(FORMATS_VENV)/) and compared with the JSON answer. Exits non-zero on any mismatch.
 FORMATS_VENV := .venv-formats
 
-# The PostgreSQL front door with psycopg and psql (tests/pg/): psql from the Debian package
-# postgresql-client when missing, psycopg and DuckDB in .venv-pg/.
+# The PostgreSQL front door with the clients analysts use (tests/pg/): psql (Debian's
+# postgresql-client), pgjdbc (libpostgresql-jdbc-java, compiled and run with a headless JDK),
+# all installed when missing; psycopg, SQLAlchemy, pandas, Polars/connectorx and DuckDB in .venv-pg/.
 PG_VENV := .venv-pg
 
 pg-test: build $(PG_VENV)/.installed
 	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
+	test -f /usr/share/java/postgresql.jar && command -v javac >/dev/null || apt-get install -y libpostgresql-jdbc-java default-jdk-headless || (apt-get update && apt-get install -y libpostgresql-jdbc-java default-jdk-headless)
 	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
 
 # Analysts' SQL (POST /sql) against a real PostgreSQL server on the same export

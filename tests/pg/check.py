@@ -68,6 +68,25 @@ def sqlstate(conn_str: str, sql: str, params=None) -> str | None:
     return None
 
 
+def jdbc_check(host: str, port: str, work: Path, con) -> None:
+    """pgjdbc connects (its start-up SETs included), queries and runs a prepared statement with
+    typed parameters; its answers are DuckDB's on the same export."""
+    jar = "/usr/share/java/postgresql.jar"
+    build = subprocess.run(["javac", "-cp", jar, "-d", str(work), str(ROOT / "tests" / "pg" / "JdbcCheck.java")],
+                           capture_output=True, text=True, timeout=300)
+    if build.returncode != 0:
+        check("pgjdbc check compiles", False, build.stderr)
+        return
+    out = subprocess.run(["java", "-cp", f"{work}:{jar}", "JdbcCheck", f"jdbc:postgresql://{host}:{port}/eco", KEY, SECRET],
+                         capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    count = con.execute("SELECT count(*) FROM catalog WHERE ano >= 2020").fetchone()[0]
+    fiat = con.execute("SELECT marca, count(*) FROM catalog WHERE ano >= 2018 AND marca = 'Fiat' GROUP BY marca").fetchall()
+    want = ["product PostgreSQL 16.0", f"count {count}"] + [f"prepared {m} {n}" for m, n in fiat]
+    check("pgjdbc: connect, query, prepared statement", out.returncode == 0 and lines == want,
+          f"{lines} vs {want}: {out.stderr[-500:]}")
+
+
 def half_open(host: str, port: int, base: str, pid: int, env: dict) -> None:
     """Two thousand connections that never send their start-up: past --pg-max-connections they
     are answered 53300 and closed at once, the others are closed within the start-up deadline;
@@ -312,6 +331,7 @@ def main() -> int:
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
+        jdbc_check(host, port, work, con)
         # COPY … TO STDOUT: psql's \copy in CSV, psycopg's copy in text and binary, and Polars'
         # read_database_uri through connectorx (which reads with COPY … TO STDOUT WITH BINARY).
         copy_sql = "SELECT id, marca, ano, co2_fossil_g_km FROM catalog WHERE ano >= 2019 ORDER BY id LIMIT 200"
