@@ -316,8 +316,10 @@ fn hostile_queries_stop_at_the_limits_and_everyone_else_is_served() {
         })
     };
     let hostile = [
-        // A self cross join (9M rows) and an ORDER BY over it: memory, or time.
-        "SELECT a.versao || b.versao AS s FROM catalog a CROSS JOIN catalog b ORDER BY s",
+        // A self cross join (9M rows) grouped by a text of each pair (9M groups): memory, or time.
+        "SELECT a.versao || b.versao AS s, count(*) AS n FROM catalog a CROSS JOIN catalog b GROUP BY 1",
+        // A 27G-row cross join ordered (a top-k sort: little memory, so time).
+        "SELECT a.versao || b.versao || c.versao AS s FROM catalog a CROSS JOIN catalog b CROSS JOIN catalog c ORDER BY s",
         // A 900M-row cross join, counted: time, or memory.
         "SELECT COUNT(*) AS n FROM catalog a CROSS JOIN catalog b CROSS JOIN (SELECT ano FROM catalog LIMIT 100) c \
          WHERE a.modelo < b.modelo",
