@@ -491,11 +491,11 @@ impl Backend {
     }
 
     /// The columns a cursor statement answers with: a FETCH's are its cursor's query's.
-    fn cursor_fields(&self, cursor: PgWireResult<session::Cursor>, format: &Format) -> Vec<FieldInfo> {
+    fn cursor_fields(&self, cursor: &session::Cursor, format: &Format) -> Vec<FieldInfo> {
         match cursor {
-            Ok(session::Cursor::Fetch { name, moves: false, .. }) => {
+            session::Cursor::Fetch { name, moves: false, .. } => {
                 let cursors = self.cursors.lock().unwrap_or_else(|e| e.into_inner());
-                cursors.get(&name).map(|(frame, _)| fields(frame, format)).unwrap_or_default()
+                cursors.get(name).map(|(frame, _)| fields(frame, format)).unwrap_or_default()
             }
             _ => Vec::new(),
         }
@@ -637,6 +637,59 @@ fn bound(portal: &Portal<String>) -> PgWireResult<String> {
     bind(&portal.statement.statement, &values, &numeric)
 }
 
+/// What a statement is to this door: a session statement, a COPY to the client or a cursor
+/// statement (each answered here), or a query for the engine.
+enum Command {
+    Session(session::Statement),
+    Copy(copy::CopyOut),
+    Cursor(session::Cursor),
+    Query,
+}
+
+impl Command {
+    /// Classifies `sql`; a COPY or cursor statement of a form not allowed is its error.
+    fn of(sql: &str) -> PgWireResult<Command> {
+        if let Some(statement) = session::parse(sql) {
+            return Ok(Command::Session(statement));
+        }
+        if let Some(copy) = copy::parse(sql) {
+            return copy.map(Command::Copy).map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")));
+        }
+        if let Some(cursor) = session::parse_cursor(sql) {
+            return cursor.map(Command::Cursor).map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")));
+        }
+        Ok(Command::Query)
+    }
+}
+
+impl Backend {
+    /// Answers a statement that is not a query for the engine; `None` for a query.
+    async fn command<C: ClientInfo>(
+        &self,
+        client: &C,
+        command: Command,
+        format: &Format,
+    ) -> PgWireResult<Option<Response>> {
+        Ok(Some(match command {
+            Command::Session(statement) => self.session(client, statement, format)?,
+            Command::Copy(copy) => copy_out(&self.run(&copy.query, user_of(client)).await?, &copy.format)?,
+            Command::Cursor(cursor) => self.cursor(cursor, user_of(client), format).await?,
+            Command::Query => return Ok(None),
+        }))
+    }
+
+    /// The columns a statement that is not a query for the engine answers with (`SHOW`'s, a
+    /// FETCH's; none for the others); `None` for a query.
+    fn command_fields(&self, command: &Command, format: &Format) -> Option<Vec<FieldInfo>> {
+        match command {
+            Command::Session(statement) => Some(session_fields(statement)),
+            Command::Copy(_) => Some(Vec::new()),
+            Command::Cursor(cursor) => Some(self.cursor_fields(cursor, format)),
+            Command::Query => None,
+        }
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Backend {
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -648,17 +701,8 @@ impl SimpleQueryHandler for Backend {
         if trimmed.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
-        if let Some(statement) = session::parse(trimmed) {
-            return Ok(vec![self.session(client, statement, &Format::UnifiedText)?]);
-        }
-        if let Some(copy) = copy::parse(trimmed) {
-            let copy = copy.map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")))?;
-            let frame = self.run(&copy.query, user_of(client)).await?;
-            return Ok(vec![copy_out(&frame, &copy.format)?]);
-        }
-        if let Some(cursor) = session::parse_cursor(trimmed) {
-            let cursor = cursor.map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")))?;
-            return Ok(vec![self.cursor(cursor, user_of(client), &Format::UnifiedText).await?]);
+        if let Some(response) = self.command(client, Command::of(trimmed)?, &Format::UnifiedText).await? {
+            return Ok(vec![response]);
         }
         let frame = self.run(trimmed, user_of(client)).await?;
         Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
@@ -692,32 +736,24 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
         self.register(client);
-        if let Some(statement) = session::parse(&portal.statement.statement) {
-            return self.session(client, statement, &portal.result_column_format);
-        }
         let sql = bound(portal)?;
-        if let Some(copy) = copy::parse(&sql) {
-            let copy = copy.map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")))?;
-            let frame = self.run(&copy.query, user_of(client)).await?;
-            return copy_out(&frame, &copy.format);
-        }
-        if let Some(cursor) = session::parse_cursor(&sql) {
-            let cursor = cursor.map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")))?;
-            // A cursor is also a portal of its name, which drivers describe (psycopg's named
-            // cursors ask its columns so): described as a FETCH of all its rows.
-            let store = pgwire::api::store::PortalStore::put_portal;
-            match &cursor {
-                session::Cursor::Declare { name, .. } => {
-                    let fetch = format!("FETCH ALL FROM \"{}\"", name.replace('"', "\"\""));
-                    let statement = Arc::new(StoredStatement::new(name.clone(), fetch, vec![]));
-                    store(client.portal_store(), Arc::new(Portal::new_cursor(name.clone(), statement)));
-                }
-                session::Cursor::Close(Some(name)) => {
-                    pgwire::api::store::PortalStore::rm_portal(client.portal_store(), name);
-                }
-                _ => {}
+        let command = Command::of(&sql)?;
+        // A cursor is also a portal of its name, which drivers describe (psycopg's named cursors
+        // ask its columns so): described as a FETCH of all its rows.
+        match &command {
+            Command::Cursor(session::Cursor::Declare { name, .. }) => {
+                let fetch = format!("FETCH ALL FROM \"{}\"", name.replace('"', "\"\""));
+                let statement = Arc::new(StoredStatement::new(name.clone(), fetch, vec![]));
+                let portal = Arc::new(Portal::new_cursor(name.clone(), statement));
+                pgwire::api::store::PortalStore::put_portal(client.portal_store(), portal);
             }
-            return self.cursor(cursor, user_of(client), &portal.result_column_format).await;
+            Command::Cursor(session::Cursor::Close(Some(name))) => {
+                pgwire::api::store::PortalStore::rm_portal(client.portal_store(), name);
+            }
+            _ => {}
+        }
+        if let Some(response) = self.command(client, command, &portal.result_column_format).await? {
+            return Ok(response);
         }
         let cached = {
             let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
@@ -742,17 +778,8 @@ impl ExtendedQueryHandler for Backend {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let types: Vec<Type> = stmt.parameter_types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
-        if let Some(statement) = session::parse(&stmt.statement) {
-            return Ok(DescribeStatementResponse::new(types, session_fields(&statement)));
-        }
-        if copy::parse(&stmt.statement).is_some() {
-            return Ok(DescribeStatementResponse::new(types, vec![]));
-        }
-        if let Some(cursor) = session::parse_cursor(&stmt.statement) {
-            return Ok(DescribeStatementResponse::new(
-                types,
-                self.cursor_fields(cursor.map_err(|m| error("0A000", m)), &Format::UnifiedText),
-            ));
+        if let Some(described) = self.command_fields(&Command::of(&stmt.statement)?, &Format::UnifiedText) {
+            return Ok(DescribeStatementResponse::new(types, described));
         }
         if !types.is_empty() {
             // The columns need the parameters' values: they come with the portal.
@@ -772,18 +799,10 @@ impl ExtendedQueryHandler for Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        if let Some(statement) = session::parse(&portal.statement.statement) {
-            return Ok(DescribePortalResponse::new(session_fields(&statement)));
-        }
-        if copy::parse(&portal.statement.statement).is_some() {
-            return Ok(DescribePortalResponse::new(vec![]));
-        }
-        if let Some(cursor) = session::parse_cursor(&portal.statement.statement) {
-            return Ok(DescribePortalResponse::new(
-                self.cursor_fields(cursor.map_err(|m| error("0A000", m)), &portal.result_column_format),
-            ));
-        }
         let sql = bound(portal)?;
+        if let Some(described) = self.command_fields(&Command::of(&sql)?, &portal.result_column_format) {
+            return Ok(DescribePortalResponse::new(described));
+        }
         let frame = self.run(&sql, user_of(client)).await?;
         let described = fields(&frame, &portal.result_column_format);
         *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((sql, frame));

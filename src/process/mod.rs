@@ -10,3 +10,30 @@ pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod priority;
+
+use std::path::{Path, PathBuf};
+
+/// Whether no process with this id runs: what it left named with its id (a scratch folder, a
+/// temporary file) is left over.
+pub fn gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// This process's scratch folder `PREFIX-PID` in the system's temporary folder (not created);
+/// the scratch folders of gone processes with the same prefix are removed.
+pub fn scratch_dir(prefix: &str) -> PathBuf {
+    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let left_over = name
+                .strip_prefix(prefix)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(gone);
+            if left_over {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()))
+}

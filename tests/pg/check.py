@@ -273,9 +273,13 @@ def main() -> int:
                 check("SHOW of an unknown setting is 42704", e.sqlstate == "42704", str(e.sqlstate))
             all_rows = conn.execute("SHOW ALL").fetchall()
             check("SHOW ALL", any(r[0] == "DateStyle" and r[1] == "ISO, MDY" for r in all_rows), str(all_rows[:3]))
+            # Each statement's effect on the transaction status the server reports.
+            states = []
             for sql in ("DISCARD ALL", "DEALLOCATE ALL", "START TRANSACTION READ ONLY", "END", "BEGIN", "ROLLBACK"):
                 conn.execute(sql)
-            check("DISCARD, DEALLOCATE, START TRANSACTION, END", True)
+                states.append(conn.info.transaction_status.name)
+            check("DISCARD, DEALLOCATE, START TRANSACTION, END, BEGIN, ROLLBACK",
+                  states == ["IDLE", "IDLE", "INTRANS", "IDLE", "INTRANS", "IDLE"], str(states))
             version = conn.execute("SELECT version(), current_database(), current_schema()").fetchone()
             check("version() in PostgreSQL's form", version[0].startswith("PostgreSQL 16.0") and version[1:] == ("eco", "public"),
                   str(version))

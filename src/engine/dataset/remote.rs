@@ -247,19 +247,7 @@ impl Remote {
 /// The folder this process mirrors a remote export into (in the temporary folder, one per
 /// process); those of processes that are gone are removed.
 pub fn mirror_folder() -> PathBuf {
-    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let gone = name
-                .strip_prefix("eco-insights-source-")
-                .and_then(|pid| pid.parse::<u32>().ok())
-                .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-            if gone {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-    std::env::temp_dir().join(format!("eco-insights-source-{}", std::process::id()))
+    crate::process::scratch_dir("eco-insights-source")
 }
 
 /// `text` with its words that are URLs replaced by `<fonte>` (for what a public endpoint shows:

@@ -151,7 +151,7 @@ fn temporary_owner(name: &str) -> Option<u32> {
 /// Whether `name` is a temporary file of another process that is gone: a write cut short by a
 /// stop or a crash, never to be completed.
 fn orphaned(name: &str) -> bool {
-    temporary_owner(name).is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists())
+    temporary_owner(name).is_some_and(|pid| pid != std::process::id() && crate::process::gone(pid))
 }
 
 impl StateDir {

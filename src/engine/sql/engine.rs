@@ -329,12 +329,7 @@ fn classify(e: DataFusionError) -> Failure {
 fn for_clients(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
     let target = |t: &DataType| -> DataType {
         match t {
-            DataType::Decimal32(_, _)
-            | DataType::Decimal64(_, _)
-            | DataType::Decimal128(_, _)
-            | DataType::Decimal256(_, _)
-            | DataType::Float16
-            | DataType::Float32 => DataType::Float64,
+            t if t.is_decimal() || matches!(t, DataType::Float16 | DataType::Float32) => DataType::Float64,
             DataType::Dictionary(_, value) => match value.as_ref() {
                 v if v.is_numeric() => DataType::Float64,
                 _ => DataType::Utf8,

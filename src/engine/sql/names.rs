@@ -26,7 +26,7 @@ fn function_name(name: &ObjectName) -> Option<String> {
 }
 
 /// An identifier as PostgreSQL folds it: lower case unless quoted.
-fn ident_name(ident: &Ident) -> String {
+pub(super) fn ident_name(ident: &Ident) -> String {
     if ident.quote_style.is_some() {
         ident.value.clone()
     } else {
@@ -97,7 +97,6 @@ pub fn figure(expr: &Expr) -> Option<String> {
             }
             .into(),
         ),
-        Expr::GroupingSets(_) | Expr::Cube(_) | Expr::Rollup(_) => None,
         _ => None,
     }
 }

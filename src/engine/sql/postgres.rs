@@ -15,7 +15,7 @@
 
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Float64Array, Int64Array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Float64Type, Int64Type};
 use datafusion::common::config::ConfigOptions;
@@ -123,10 +123,7 @@ impl ScalarUDFImpl for Round {
         let value = match &arg_types[0] {
             t if t.is_integer() => DataType::Int64,
             // A numeric keeps its type: it rounds half away from zero, a double half to even.
-            t @ (DataType::Decimal32(_, _)
-            | DataType::Decimal64(_, _)
-            | DataType::Decimal128(_, _)
-            | DataType::Decimal256(_, _)) => t.clone(),
+            t if t.is_decimal() => t.clone(),
             t if t.is_numeric() || t.is_null() => DataType::Float64,
             t => return plan_err!("function {}({t}) does not exist", self.name()),
         };
@@ -145,15 +142,8 @@ impl ScalarUDFImpl for Round {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let rows = args.number_rows;
         let mut arrays = ColumnarValue::values_to_arrays(&args.args)?;
-        let numeric = matches!(
-            arrays[0].data_type(),
-            DataType::Decimal32(_, _)
-                | DataType::Decimal64(_, _)
-                | DataType::Decimal128(_, _)
-                | DataType::Decimal256(_, _)
-        );
+        let numeric = arrays[0].data_type().is_decimal();
         // The types `coerce_types` asks for (a call the plan rewrite adds is not coerced).
         let value_type = if arrays[0].data_type().is_integer() { DataType::Int64 } else { DataType::Float64 };
         arrays[0] = cast(&arrays[0], &value_type)?;
@@ -161,54 +151,46 @@ impl ScalarUDFImpl for Round {
             *n = cast(n, &DataType::Int64)?;
         }
         let decimals = arrays.get(1).map(|a| a.as_primitive::<Int64Type>().clone());
+        // Row i's number of decimals: `None` without a second argument, `Some(None)` when null.
         let places = |i: usize| decimals.as_ref().map(|d| if d.is_null(i) { None } else { Some(d.value(i)) });
         let result: ArrayRef = match arrays[0].data_type() {
-            DataType::Int64 => {
-                let values = arrays[0].as_primitive::<Int64Type>();
-                Arc::new(
-                    (0..rows)
-                        .map(|i| {
-                            if values.is_null(i) {
-                                return None;
-                            }
-                            match places(i) {
-                                Some(None) => None,
-                                Some(Some(n)) if n < 0 => {
-                                    let unit = 10i64.checked_pow((-n).min(18) as u32).unwrap_or(i64::MAX);
-                                    let v = values.value(i);
-                                    let half = unit / 2;
-                                    let r = (v.abs() + half) / unit * unit;
-                                    Some(if v < 0 { -r } else { r })
-                                }
-                                _ => Some(values.value(i)),
-                            }
-                        })
-                        .collect::<Int64Array>(),
-                )
-            }
-            _ => {
-                let values = arrays[0].as_primitive::<Float64Type>();
-                Arc::new(
-                    (0..rows)
-                        .map(|i| {
-                            if values.is_null(i) {
-                                return None;
-                            }
-                            let x = values.value(i);
-                            match (self.mode, places(i)) {
-                                (_, Some(None)) => None,
-                                (RoundMode::Postgres, Some(Some(n))) => Some(round_numeric(x, n)),
-                                (RoundMode::HalfAway, _) => Some(round_numeric(x, 0)),
-                                (RoundMode::Postgres, _) if numeric => Some(round_numeric(x, 0)),
-                                _ => Some(x.round_ties_even()),
-                            }
-                        })
-                        .collect::<Float64Array>(),
-                )
-            }
+            DataType::Int64 => Arc::new(each(arrays[0].as_primitive::<Int64Type>(), places, |v, n| match n {
+                // round(1250, -2) is 1300: half away from zero at tens, hundreds…
+                Some(n) if n < 0 => {
+                    let unit = 10i64.checked_pow((-n).min(18) as u32).unwrap_or(i64::MAX);
+                    let r = (v.abs() + unit / 2) / unit * unit;
+                    if v < 0 {
+                        -r
+                    } else {
+                        r
+                    }
+                }
+                _ => v,
+            })),
+            _ => Arc::new(each(arrays[0].as_primitive::<Float64Type>(), places, |x, n| match (self.mode, n) {
+                (RoundMode::Postgres, Some(n)) => round_numeric(x, n),
+                (RoundMode::HalfAway, _) => round_numeric(x, 0),
+                (RoundMode::Postgres, None) if numeric => round_numeric(x, 0),
+                _ => x.round_ties_even(),
+            })),
         };
         Ok(ColumnarValue::Array(result))
     }
+}
+
+/// `f` of every row's value and number of decimals (`places`); null where either is.
+fn each<T: datafusion::arrow::datatypes::ArrowPrimitiveType>(
+    values: &datafusion::arrow::array::PrimitiveArray<T>,
+    places: impl Fn(usize) -> Option<Option<i64>>,
+    f: impl Fn(T::Native, Option<i64>) -> T::Native,
+) -> datafusion::arrow::array::PrimitiveArray<T> {
+    (0..values.len())
+        .map(|i| match places(i) {
+            _ if values.is_null(i) => None,
+            Some(None) => None,
+            n => Some(f(values.value(i), n.flatten())),
+        })
+        .collect()
 }
 
 /// What `version()` answers: PostgreSQL's form, which clients parse for the version number.
@@ -341,17 +323,6 @@ fn integer_source(e: &Expr, schema: &DFSchema) -> bool {
     }
 }
 
-fn is_decimal(t: &DataType) -> bool {
-    matches!(
-        t,
-        DataType::Decimal32(_, _) | DataType::Decimal64(_, _) | DataType::Decimal128(_, _) | DataType::Decimal256(_, _)
-    )
-}
-
-fn is_float(t: &DataType) -> bool {
-    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
-}
-
 fn call(udf: impl ScalarUDFImpl + 'static, args: Vec<Expr>) -> Expr {
     Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(ScalarUDF::new_from_impl(udf)), args))
 }
@@ -362,14 +333,14 @@ fn postgres_expr(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<T
         // A cast of a fraction to an integer rounds.
         Expr::Cast(Cast { expr, field }) if field.data_type().is_integer() => {
             let source = expr.get_type(schema)?;
-            let mode = if is_float(&source) {
+            let mode = if source.is_floating() {
                 let average = matches!(expr.as_ref(), Expr::Column(c) if averages.contains(&c.name));
                 if average {
                     RoundMode::HalfAway
                 } else {
                     RoundMode::HalfEven
                 }
-            } else if is_decimal(&source) {
+            } else if source.is_decimal() {
                 RoundMode::HalfAway
             } else {
                 return Ok(Transformed::no(e));
@@ -380,7 +351,7 @@ fn postgres_expr(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<T
         // A double as text is written as PostgreSQL writes it (`219`, `1e+20`), not `219.0`.
         Expr::Cast(Cast { expr, field })
             if matches!(field.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)
-                && is_float(&expr.get_type(schema)?) =>
+                && expr.get_type(schema)?.is_floating() =>
         {
             let inner = call(FloatText::new(), vec![expr.as_ref().clone()]);
             Ok(Transformed::yes(Expr::Cast(Cast { expr: Box::new(inner), field: Arc::clone(field) })))

@@ -132,7 +132,7 @@ pub fn chrono_format(template: &str) -> Result<String, Unsupported> {
 
 fn function_name(f: &Function) -> Option<String> {
     match f.name.0.as_slice() {
-        [ObjectNamePart::Identifier(i)] => Some(i.value.to_lowercase()),
+        [ObjectNamePart::Identifier(i)] => Some(super::names::ident_name(i)),
         _ => None,
     }
 }

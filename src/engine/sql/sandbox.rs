@@ -215,8 +215,7 @@ fn name_of(name: &ObjectName) -> String {
     name.0
         .iter()
         .map(|p| match p {
-            ObjectNamePart::Identifier(i) if i.quote_style.is_some() => i.value.clone(),
-            ObjectNamePart::Identifier(i) => i.value.to_lowercase(),
+            ObjectNamePart::Identifier(i) => super::names::ident_name(i),
             other => other.to_string().to_lowercase(),
         })
         .collect::<Vec<_>>()

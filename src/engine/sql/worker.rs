@@ -201,7 +201,7 @@ fn stale(name: &str, keep: &str) -> bool {
             .strip_suffix(".tmp")
             .and_then(|t| t.rsplit('.').next())
             .and_then(|pid| pid.parse::<u32>().ok())
-            .is_some_and(|pid| pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()),
+            .is_some_and(|pid| pid != std::process::id() && crate::process::gone(pid)),
         None => name != keep,
     }
 }
@@ -303,20 +303,8 @@ impl Drop for Slot<'_> {
 
 impl Runner {
     pub fn new(limits: SqlLimits) -> Runner {
-        let dir = std::env::temp_dir().join(format!("eco-insights-sql-{}", std::process::id()));
-        // The tables of services that are gone (a folder per process id).
-        if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let gone = name
-                    .strip_prefix("eco-insights-sql-")
-                    .and_then(|pid| pid.parse::<u32>().ok())
-                    .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
-                if gone {
-                    let _ = std::fs::remove_dir_all(entry.path());
-                }
-            }
-        }
+        // The tables of services that are gone are removed (a folder per process id).
+        let dir = crate::process::scratch_dir("eco-insights-sql");
         // A folder named with this process's id is a stopped process's whose id this one reuses.
         let _ = std::fs::remove_dir_all(&dir);
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
