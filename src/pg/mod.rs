@@ -30,6 +30,7 @@ mod copy;
 mod session;
 
 use crate::engine::dataset::snapshot::Snapshot;
+use crate::engine::sql::names::wire_name;
 use crate::engine::sql::sandbox::{self, Refused};
 use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
 use crate::engine::store::Store;
@@ -166,7 +167,7 @@ fn fields(frame: &DataFrame, format: &Format) -> Vec<FieldInfo> {
         .columns()
         .iter()
         .enumerate()
-        .map(|(i, c)| FieldInfo::new(c.name().to_string(), None, None, pg_type(c.dtype()), format.format_for(i)))
+        .map(|(i, c)| FieldInfo::new(wire_name(c.name()).to_string(), None, None, pg_type(c.dtype()), format.format_for(i)))
         .collect()
 }
 
@@ -242,7 +243,7 @@ fn copy_out(frame: &DataFrame, format: &copy::Format) -> PgWireResult<Response> 
         frame
             .columns()
             .iter()
-            .map(|c| FieldInfo::new(c.name().to_string(), None, None, pg_type(c.dtype()), field_format))
+            .map(|c| FieldInfo::new(wire_name(c.name()).to_string(), None, None, pg_type(c.dtype()), field_format))
             .collect(),
     );
     let mut header = None;
@@ -261,7 +262,7 @@ fn copy_out(frame: &DataFrame, format: &copy::Format) -> PgWireResult<Response> 
                 let names: Vec<String> = schema
                     .iter()
                     .map(|f| {
-                        let name = f.name();
+                        let name = wire_name(f.name());
                         if name.contains(*delimiter) || name.contains(*quote) || name.contains('\n') {
                             format!("{q}{}{q}", name.replace(&q, &format!("{q}{q}")))
                         } else {
@@ -328,7 +329,7 @@ impl Backend {
     /// Checks and runs one statement, counted in the metrics and logged like a request.
     async fn run(&self, sql: &str, user: Option<String>) -> PgWireResult<DataFrame> {
         let started = std::time::Instant::now();
-        let result = self.run_unlogged(sql).await;
+        let result = self.run_unlogged(sql, user.as_deref().unwrap_or_default()).await;
         let outcome = match &result {
             Ok(_) => "ok",
             Err(PgWireError::UserError(e)) if e.code.starts_with("42") => {
@@ -349,13 +350,13 @@ impl Backend {
     }
 
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
-    async fn run_unlogged(&self, sql: &str) -> PgWireResult<DataFrame> {
+    async fn run_unlogged(&self, sql: &str, user: &str) -> PgWireResult<DataFrame> {
         let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(snapshot) = pinned.or_else(|| self.state.store.current()) else {
             return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
         };
         let offered = offered_tables(&snapshot.info.views);
-        let checked = sandbox::check(sql, &offered).map_err(|r| match r {
+        let checked = sandbox::check(sql, &offered, user, true).map_err(|r| match r {
             Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
             Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
             Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
@@ -690,6 +691,20 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// One statement of a simple query.
+    async fn simple_statement<C>(&self, client: &mut C, statement: &str) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        if let Some(response) = self.command(client, Command::of(statement)?, &Format::UnifiedText).await? {
+            return Ok(response);
+        }
+        let frame = self.run(statement, user_of(client)).await?;
+        Backend::response(&frame, &Format::UnifiedText)
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for Backend {
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
@@ -697,15 +712,25 @@ impl SimpleQueryHandler for Backend {
         C: ClientInfo + Unpin + Send + Sync,
     {
         self.register(client);
-        let trimmed = query.trim().trim_end_matches(';').trim();
-        if trimmed.is_empty() {
+        // A simple query may hold several statements (psql -c "a; b", asyncpg's execute): each
+        // answered in turn, up to the first that fails, as PostgreSQL does.
+        let statements = session::split_statements(query);
+        if statements.is_empty() {
             return Ok(vec![Response::EmptyQuery]);
         }
-        if let Some(response) = self.command(client, Command::of(trimmed)?, &Format::UnifiedText).await? {
-            return Ok(vec![response]);
+        let several = statements.len() > 1;
+        let mut responses = Vec::with_capacity(statements.len());
+        for statement in statements {
+            match self.simple_statement(client, statement).await {
+                Ok(response) => responses.push(response),
+                Err(PgWireError::UserError(e)) if several => {
+                    responses.push(Response::Error(e));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let frame = self.run(trimmed, user_of(client)).await?;
-        Ok(vec![Backend::response(&frame, &Format::UnifiedText)?])
+        Ok(responses)
     }
 }
 

@@ -381,3 +381,98 @@ mod cursor_tests {
         assert_eq!(parse_cursor("SELECT 1"), None);
     }
 }
+
+/// The statements of a simple query, split at the semicolons outside quotes, comments and
+/// dollar-quoted strings; statements with nothing but blanks and comments are left out.
+pub fn split_statements(query: &str) -> Vec<&str> {
+    let bytes = query.as_bytes();
+    let mut out = Vec::new();
+    let (mut start, mut i, mut content) = (0, 0, false);
+    fn push<'a>(query: &'a str, from: usize, to: usize, content: bool, out: &mut Vec<&'a str>) {
+        let text = query[from..to].trim();
+        if content && !text.is_empty() {
+            out.push(text);
+        }
+    }
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\'' | b'"' => {
+                let quote = bytes[i];
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == quote {
+                        if bytes.get(i + 1) == Some(&quote) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                content = true;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0usize;
+                while i < bytes.len() {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            b'$' => {
+                // A dollar quote: $$ or $tag$ up to the same delimiter.
+                let tag_end = query[i + 1..].find('$').map(|k| i + 1 + k);
+                let tag_ok = tag_end.is_some_and(|e| query[i + 1..e].chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    && !query[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+                if let (true, Some(e)) = (tag_ok, tag_end) {
+                    let tag = &query[i..=e];
+                    match query[e + 1..].find(tag) {
+                        Some(k) => i = e + 1 + k + tag.len() - 1,
+                        None => i = bytes.len() - 1,
+                    }
+                }
+                content = true;
+            }
+            b';' => {
+                push(query, start, i, content, &mut out);
+                start = i + 1;
+                content = false;
+            }
+            c if !c.is_ascii_whitespace() => content = true,
+            _ => {}
+        }
+        i += 1;
+    }
+    push(query, start, bytes.len(), content, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::split_statements;
+
+    #[test]
+    fn statements_split_outside_quotes_and_comments() {
+        assert_eq!(split_statements("select 1; select 2"), vec!["select 1", "select 2"]);
+        assert_eq!(split_statements("select ';' ; select \"a;b\" from t;"), vec!["select ';'", "select \"a;b\" from t"]);
+        assert_eq!(split_statements("select 1 -- a; b\n; /* c; */ select $$x;y$$"), vec!["select 1 -- a; b", "/* c; */ select $$x;y$$"]);
+        assert!(split_statements("  ; -- nothing\n").is_empty());
+        assert!(split_statements("").is_empty());
+        assert_eq!(split_statements("select 'it''s; fine'"), vec!["select 'it''s; fine'"]);
+    }
+}

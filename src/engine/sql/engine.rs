@@ -247,15 +247,20 @@ impl Engine {
             Err(_) => Default::default(),
         };
         let catalog = Rows::new(decode(&dir.join("catalog.arrow"))?);
+        let mut offered = Vec::with_capacity(tables.len());
         for name in tables {
-            let table = if name == "catalog" {
-                table(&catalog, None, None, self.threads)?
+            let (table, rows) = if name == "catalog" {
+                (table(&catalog, None, None, self.threads)?, catalog.len())
             } else {
                 let own = Rows::new(decode(&dir.join(format!("{name}.arrow")))?);
-                table(&own, Some(&catalog), layouts.get(name), self.threads)?
+                let rows = if own.schema.fields().is_empty() { catalog.len() } else { own.len() };
+                (table(&own, Some(&catalog), layouts.get(name), self.threads)?, rows)
             };
+            let schema = datafusion::catalog::TableProvider::schema(&table);
+            offered.push(super::pg_catalog::Offered { name: name.clone(), schema, rows, view: name != "catalog" });
             ctx.register_table(name.as_str(), Arc::new(table)).map_err(|e| e.to_string())?;
         }
+        super::pg_catalog::install(&ctx, &offered)?;
         Ok(ctx)
     }
 

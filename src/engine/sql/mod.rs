@@ -14,6 +14,7 @@
 
 pub mod engine;
 pub mod names;
+pub mod pg_catalog;
 pub mod postgres;
 pub mod rewrite;
 pub mod sandbox;

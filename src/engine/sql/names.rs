@@ -194,13 +194,49 @@ fn output_names(query: &Query) -> Option<Vec<String>> {
     }
 }
 
-/// Names the unnamed output columns of every SELECT of `statement` as PostgreSQL does; refuses
-/// a statement whose answer would have two columns of one name.
-pub fn name_outputs(statement: &mut sqlparser::ast::Statement) -> Result<(), String> {
-    if let sqlparser::ast::Statement::Query(query) = &*statement {
+/// Where a column name repeated in a positional answer (the PostgreSQL door's rows are
+/// positional, as PostgreSQL's) is told apart inside the service: `name` + MARK + its position.
+/// The door writes the name up to the mark ([`wire_name`]).
+pub const MARK: char = '\u{1f}';
+
+/// A column's name as a positional answer gives it (see [`MARK`]).
+pub fn wire_name(name: &str) -> &str {
+    name.split(MARK).next().unwrap_or(name)
+}
+
+/// The first SELECT of a query's body: the one that names the answer's columns.
+fn first_select(body: &mut SetExpr) -> Option<&mut Select> {
+    match body {
+        SetExpr::Select(select) => Some(select),
+        SetExpr::SetOperation { left, .. } => first_select(left),
+        SetExpr::Query(q) => first_select(&mut q.body),
+        _ => None,
+    }
+}
+
+/// Names the unnamed output columns of every SELECT of `statement` as PostgreSQL does. A
+/// statement whose answer would have two columns of one name is refused when answers are keyed
+/// by name; when they are `positional`, the repeated names are told apart by [`MARK`].
+pub fn name_outputs(statement: &mut sqlparser::ast::Statement, positional: bool) -> Result<(), String> {
+    if let sqlparser::ast::Statement::Query(query) = statement {
         if let Some(names) = output_names(query) {
             let mut seen = HashSet::new();
-            if let Some(twice) = names.iter().find(|n| !seen.insert(n.as_str())) {
+            let twice: Vec<usize> = (0..names.len()).filter(|&i| !seen.insert(names[i].as_str())).collect();
+            if positional && !twice.is_empty() {
+                if let Some(select) = first_select(&mut query.body) {
+                    for i in twice {
+                        let item = &mut select.projection[i];
+                        let expr = match item {
+                            SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => {
+                                std::mem::replace(e, Expr::Value(Value::Null.into()))
+                            }
+                            _ => continue,
+                        };
+                        let alias = Ident::with_quote('"', format!("{}{MARK}{i}", names[i]));
+                        *item = SelectItem::ExprWithAlias { expr, alias };
+                    }
+                }
+            } else if let Some(twice) = twice.first().map(|&i| &names[i]) {
                 return Err(format!(
                     "the answer would have two columns named \"{twice}\" (answers are keyed by column name): \
                      give them distinct aliases"
@@ -220,7 +256,7 @@ mod tests {
 
     fn named(sql: &str) -> String {
         let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
-        name_outputs(&mut statements[0]).unwrap();
+        name_outputs(&mut statements[0], false).unwrap();
         statements[0].to_string()
     }
 
@@ -233,7 +269,7 @@ mod tests {
             "SELECT marca AS x, modelo AS X FROM catalog",
         ] {
             let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap();
-            assert!(name_outputs(&mut statements[0]).is_err(), "{sql}");
+            assert!(name_outputs(&mut statements[0], false).is_err(), "{sql}");
         }
     }
 

@@ -8,7 +8,9 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{Expr, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableFactor, Visit, Visitor};
+use sqlparser::ast::{
+    Expr, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableFactor, Visit, Visitor,
+};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -259,6 +261,9 @@ impl Visitor for Check<'_> {
         match factor {
             TableFactor::Table { name, args: None, .. } => {
                 let full = name_of(name);
+                if super::pg_catalog::is_system(full.strip_prefix("eco.").unwrap_or(&full)) {
+                    return ControlFlow::Continue(());
+                }
                 // `catalog`, `public.catalog` and `eco.public.catalog` are one table.
                 let table = full
                     .strip_prefix("eco.public.")
@@ -299,7 +304,7 @@ impl Visitor for Check<'_> {
             let name = name_of(&f.name);
             // `pg_catalog.version()` is `version()`: PostgreSQL's built-ins live in pg_catalog.
             let bare = name.strip_prefix("pg_catalog.").unwrap_or(&name);
-            if bare.contains('.') || !FUNCTIONS.contains(&bare) {
+            if bare.contains('.') || !(FUNCTIONS.contains(&bare) || super::pg_catalog::FUNCTIONS.contains(&bare)) {
                 return ControlFlow::Break(Refused::Forbidden(format!("function '{name}' is not allowed")));
             }
         }
@@ -308,9 +313,11 @@ impl Visitor for Check<'_> {
 }
 
 /// Parses `sql` in PostgreSQL's dialect and checks it against the sandbox; `offered` are the
-/// table names (lower case). The checked text has every unnamed output column named as
-/// PostgreSQL names it ([`super::names`]).
-pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
+/// table names (lower case); `user` is who asks (`current_user`). The checked text has every
+/// unnamed output column named as PostgreSQL names it ([`super::names`]); `positional` answers
+/// (the PostgreSQL door's) may repeat a name. Besides the offered tables, a query may read the
+/// system catalog ([`super::pg_catalog`]).
+pub fn check(sql: &str, offered: &[String], user: &str, positional: bool) -> Result<Checked, Refused> {
     let mut statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| Refused::Syntax(e.to_string()))?;
     let statement = match statements.as_slice() {
         [one] => one,
@@ -327,14 +334,17 @@ pub fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
     }
     let mut ctes = Ctes(HashSet::new());
     let _ = statement.visit(&mut ctes);
+    let mut statement = statements.remove(0);
+    let local: HashSet<String> = ctes.0.iter().cloned().chain(offered.iter().cloned()).collect();
+    super::pg_catalog::prepare(&mut statement, &local);
     let mut checker = Check { offered, ctes: ctes.0, tables: Vec::new() };
     if let ControlFlow::Break(refused) = statement.visit(&mut checker) {
         return Err(refused);
     }
     let tables = checker.tables;
-    let mut statement = statements.remove(0);
-    super::names::name_outputs(&mut statement).map_err(Refused::Unsupported)?;
+    super::names::name_outputs(&mut statement, positional).map_err(Refused::Unsupported)?;
     super::rewrite::rewrite(&mut statement).map_err(Refused::Unsupported)?;
+    super::pg_catalog::rewrite(&mut statement, user);
     Ok(Checked { sql: statement.to_string(), tables })
 }
 
@@ -344,6 +354,10 @@ mod tests {
 
     fn offered() -> Vec<String> {
         vec!["catalog".into(), "vw_metrics".into(), "vw_eco_score".into()]
+    }
+
+    fn check(sql: &str, offered: &[String]) -> Result<Checked, Refused> {
+        super::check(sql, offered, "eco", false)
     }
 
     fn refused(sql: &str) -> Refused {
@@ -406,7 +420,8 @@ mod tests {
         for sql in [
             "SELECT * FROM datafusion.public.catalog",
             "SELECT * FROM other.catalog",
-            "SELECT * FROM information_schema.tables",
+            "SELECT * FROM information_schema.secrets",
+            "SELECT * FROM pg_catalog.pg_authid",
         ] {
             assert!(matches!(refused(sql), Refused::UnknownTable(_)), "{sql}: {:?}", refused(sql));
         }

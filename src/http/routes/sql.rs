@@ -104,9 +104,18 @@ fn rows(frame: &DataFrame) -> Vec<Map<String, Value>> {
 }
 
 /// Runs a statement and answers it in `format`.
-async fn answer(ctx: Ctx, uri: Uri, format: Format, sql: String, state: AppState) -> Result<Response, ApiError> {
+async fn answer(
+    ctx: Ctx,
+    uri: Uri,
+    headers: &HeaderMap,
+    format: Format,
+    sql: String,
+    state: AppState,
+) -> Result<Response, ApiError> {
     let offered = offered_tables(&ctx.snapshot.info.views);
-    let checked = sandbox::check(&sql, &offered).map_err(|r| match r {
+    // `current_user` is the API key that asks (authenticated before the handler runs).
+    let user = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let checked = sandbox::check(&sql, &offered, user, false).map_err(|r| match r {
         Refused::Syntax(m) => ApiError::validation(format!("Consulta SQL inválida: {m}")),
         Refused::Forbidden(m) => ApiError::validation(format!("Consulta SQL não permitida: {m}")),
         Refused::UnknownTable(m) => ApiError::validation(format!("Consulta SQL inválida: {m}")),
@@ -184,7 +193,7 @@ pub async fn sql_get(
     let params = QueryParams::parse(query.as_deref(), &[&["sql"], formats::PARAM])?;
     let format = formats::negotiate(&params, &headers, formats::LIST)?;
     let sql = params.get("sql").ok_or_else(|| ApiError::validation("Parâmetro 'sql' é obrigatório"))?.to_string();
-    answer(ctx, uri, format, sql, state).await
+    answer(ctx, uri, &headers, format, sql, state).await
 }
 
 /// An analyst's own query: one read-only statement in PostgreSQL's dialect (run by Apache DataFusion) over `catalog` (the validated
@@ -237,5 +246,5 @@ pub async fn sql_post(
     })?;
     let request: SqlRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::validation(format!("Corpo da requisição deve ser {{\"sql\": \"...\"}}: {e}")))?;
-    answer(ctx, uri, format, request.sql, state).await
+    answer(ctx, uri, &headers, format, request.sql, state).await
 }
