@@ -99,6 +99,9 @@ pub struct Backend {
     parser: Arc<NoopQueryParser>,
     /// The last result computed to describe a portal, reused by its execution.
     described: Mutex<Option<(String, DataFrame)>>,
+    /// The types inferred for statements' untyped parameters (asyncpg, node-postgres send
+    /// none), by statement text: the types their values are bound with.
+    inferred: Mutex<std::collections::HashMap<String, Vec<Type>>>,
     /// The session's settings (`SET`, `SHOW`), made from the start-up message on first use.
     settings: Mutex<Option<session::Settings>>,
     /// The dataset version a transaction reads (from `BEGIN` to `COMMIT`/`ROLLBACK`).
@@ -306,6 +309,7 @@ impl Backend {
             state,
             parser: Arc::new(NoopQueryParser::new()),
             described: Mutex::new(None),
+            inferred: Mutex::new(std::collections::HashMap::new()),
             settings: Mutex::new(None),
             pinned: Mutex::new(None),
             cursors: Mutex::new(std::collections::HashMap::new()),
@@ -329,7 +333,7 @@ impl Backend {
     /// Checks and runs one statement, counted in the metrics and logged like a request.
     async fn run(&self, sql: &str, user: Option<String>) -> PgWireResult<DataFrame> {
         let started = std::time::Instant::now();
-        let result = self.run_unlogged(sql, user.as_deref().unwrap_or_default()).await;
+        let result = self.run_unlogged(sql, user.as_deref().unwrap_or_default(), false).await;
         let outcome = match &result {
             Ok(_) => "ok",
             Err(PgWireError::UserError(e)) if e.code.starts_with("42") => {
@@ -350,7 +354,7 @@ impl Backend {
     }
 
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
-    async fn run_unlogged(&self, sql: &str, user: &str) -> PgWireResult<DataFrame> {
+    async fn run_unlogged(&self, sql: &str, user: &str, describe: bool) -> PgWireResult<DataFrame> {
         let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(snapshot) = pinned.or_else(|| self.state.store.current()) else {
             return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
@@ -369,7 +373,11 @@ impl Backend {
         std::thread::Builder::new()
             .name("eco-pg-sql".into())
             .spawn(move || {
-                let _ = done.send(runner.run_cancellable(&snapshot, &checked.sql, &cancel));
+                let _ = done.send(if describe {
+                    runner.describe(&snapshot, &checked.sql, &cancel)
+                } else {
+                    runner.run_cancellable(&snapshot, &checked.sql, &cancel)
+                });
             })
             .map_err(|e| error("XX000", e.to_string()))?;
         match result.await.map_err(|e| error("XX000", e.to_string()))? {
@@ -387,6 +395,36 @@ impl Backend {
                 Err(error("XX000", "erro interno do servidor"))
             }
         }
+    }
+
+    /// Describes a statement with parameters without running it: its columns (a frame with no
+    /// rows) and its parameters' types, declared or else inferred (and kept for its binds).
+    async fn describe_parameters(&self, stmt: &StoredStatement<String>, user: &str) -> PgWireResult<(DataFrame, Vec<Type>)> {
+        let frame = self.run_unlogged(&stmt.statement, user, true).await?;
+        let (mut inferred, mut outputs) = (Vec::new(), Vec::new());
+        for c in frame.columns() {
+            match c.name().strip_prefix(crate::engine::sql::worker::PARAMETER) {
+                Some(_) => inferred.push(pg_type(c.dtype())),
+                None => outputs.push(c.clone()),
+            }
+        }
+        let count = inferred.len().max(stmt.parameter_types.len());
+        let types: Vec<Type> = (0..count)
+            .map(|i| match stmt.parameter_types.get(i).cloned().flatten() {
+                Some(t) if t != Type::UNKNOWN => t,
+                _ => cast_type(&stmt.statement, i + 1)
+                    .unwrap_or_else(|| inferred.get(i).cloned().unwrap_or(Type::TEXT)),
+            })
+            .collect();
+        self.inferred.lock().unwrap_or_else(|e| e.into_inner()).insert(stmt.statement.clone(), types.clone());
+        let frame = DataFrame::new(0, outputs).map_err(|e| error("XX000", e.to_string()))?;
+        Ok((frame, types))
+    }
+
+    /// A portal's statement with its parameters' values in place.
+    fn bound(&self, portal: &Portal<String>) -> PgWireResult<String> {
+        let inferred = self.inferred.lock().unwrap_or_else(|e| e.into_inner()).get(&portal.statement.statement).cloned();
+        bound(portal, inferred.as_deref().unwrap_or_default())
     }
 
     /// Answers a session statement (see [`session`]).
@@ -571,6 +609,40 @@ fn user_of<C: ClientInfo>(client: &C) -> Option<String> {
 }
 
 /// A statement with its `$n` parameters replaced by SQL literals (outside quoted text).
+/// The type a statement casts its parameter `$n` to (`$1::int`), which DataFusion does not
+/// infer from.
+fn cast_type(sql: &str, n: usize) -> Option<Type> {
+    let marker = format!("${n}::");
+    let at = sql.find(&marker)? + marker.len();
+    let word: String = sql[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    Some(match word.to_ascii_lowercase().as_str() {
+        "int" | "int4" | "integer" => Type::INT4,
+        "int2" | "smallint" => Type::INT2,
+        "int8" | "bigint" => Type::INT8,
+        "float8" | "float4" | "real" | "double" | "numeric" | "decimal" => Type::FLOAT8,
+        "bool" | "boolean" => Type::BOOL,
+        "date" => Type::DATE,
+        "text" | "varchar" | "char" | "name" => Type::TEXT,
+        _ => return None,
+    })
+}
+
+/// Whether a statement has `$n` parameters (outside quotes).
+fn has_parameters(sql: &str) -> bool {
+    let mut quoted: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quoted {
+            Some(q) if c == q => quoted = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quoted = Some(c),
+            None if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) => return true,
+            None => {}
+        }
+    }
+    false
+}
+
 fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<String> {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
@@ -618,11 +690,14 @@ fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<
 }
 
 /// The bound statement of a portal.
-fn bound(portal: &Portal<String>) -> PgWireResult<String> {
+fn bound(portal: &Portal<String>, inferred: &[Type]) -> PgWireResult<String> {
     let mut values = Vec::with_capacity(portal.parameter_len());
     let mut numeric = Vec::with_capacity(portal.parameter_len());
     for i in 0..portal.parameter_len() {
-        let declared = portal.statement.parameter_types.get(i).cloned().flatten().unwrap_or(Type::UNKNOWN);
+        let declared = match portal.statement.parameter_types.get(i).cloned().flatten() {
+            Some(t) if t != Type::UNKNOWN => t,
+            _ => inferred.get(i).cloned().unwrap_or(Type::UNKNOWN),
+        };
         let (value, is_number) = match declared {
             Type::INT2 => (portal.parameter::<i16>(i, &declared)?.map(|v| v.to_string()), true),
             Type::INT4 => (portal.parameter::<i32>(i, &declared)?.map(|v| v.to_string()), true),
@@ -761,7 +836,7 @@ impl ExtendedQueryHandler for Backend {
         PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
     {
         self.register(client);
-        let sql = bound(portal)?;
+        let sql = self.bound(portal)?;
         let command = Command::of(&sql)?;
         // A cursor is also a portal of its name, which drivers describe (psycopg's named cursors
         // ask its columns so): described as a FETCH of all its rows.
@@ -806,9 +881,10 @@ impl ExtendedQueryHandler for Backend {
         if let Some(described) = self.command_fields(&Command::of(&stmt.statement)?, &Format::UnifiedText) {
             return Ok(DescribeStatementResponse::new(types, described));
         }
-        if !types.is_empty() {
-            // The columns need the parameters' values: they come with the portal.
-            return Ok(DescribeStatementResponse::new(types, vec![]));
+        if !types.is_empty() || has_parameters(&stmt.statement) {
+            let user = user_of(client).unwrap_or_default();
+            let (frame, types) = self.describe_parameters(stmt, &user).await?;
+            return Ok(DescribeStatementResponse::new(types, fields(&frame, &Format::UnifiedText)));
         }
         let frame = self.run(&stmt.statement, user_of(client)).await?;
         let described = fields(&frame, &Format::UnifiedText);
@@ -824,7 +900,7 @@ impl ExtendedQueryHandler for Backend {
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
-        let sql = bound(portal)?;
+        let sql = self.bound(portal)?;
         if let Some(described) = self.command_fields(&Command::of(&sql)?, &portal.result_column_format) {
             return Ok(DescribePortalResponse::new(described));
         }

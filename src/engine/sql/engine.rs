@@ -264,16 +264,56 @@ impl Engine {
         Ok(ctx)
     }
 
-    /// Runs `sql` over the tables in `dir` and returns at most `max_rows + 1` rows as an Arrow
-    /// IPC stream, with types every client reads (see [`for_clients`]).
-    pub fn answer(&mut self, dir: &Path, tables: &[String], sql: &str, max_rows: usize) -> Result<Vec<u8>, Failure> {
+    /// The session over the tables in `dir` (kept for the next queries on the same version).
+    fn loaded(&mut self, dir: &Path, tables: &[String]) -> Result<SessionContext, Failure> {
         if self.loaded.as_ref().is_none_or(|(d, _)| d != dir) {
             self.loaded = None;
             let ctx = self.session(dir, tables).map_err(Failure::Invalid)?;
             self.loaded = Some((dir.to_path_buf(), ctx));
         }
-        let Some((_, ctx)) = &self.loaded else { return Err(Failure::Invalid("no tables".into())) };
-        let ctx = ctx.clone();
+        self.loaded.as_ref().map(|(_, ctx)| ctx.clone()).ok_or_else(|| Failure::Invalid("no tables".into()))
+    }
+
+    /// Plans `sql` (with `$n` parameters) without running it: an Arrow IPC stream with no rows
+    /// whose schema is the answer's columns (as [`for_clients`] types them), then one column per
+    /// parameter, named `worker::PARAMETER` + its number, of the type DataFusion infers for it
+    /// from where it is used (text where nothing tells).
+    pub fn describe(&mut self, dir: &Path, tables: &[String], sql: &str) -> Result<Vec<u8>, Failure> {
+        let ctx = self.loaded(dir, tables)?;
+        let sql = sql.to_string();
+        let planned = self.runtime.block_on(async move {
+            let plan = ctx.state().create_logical_plan(&sql).await?;
+            let parameters = plan.get_parameter_types()?;
+            Ok::<_, DataFusionError>((Arc::new(plan.schema().as_arrow().clone()), parameters))
+        });
+        let (schema, parameters) = planned.map_err(classify)?;
+        let (schema, _) = for_clients(schema, Vec::new()).map_err(Failure::Invalid)?;
+        let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut numbered: Vec<(usize, DataType)> = parameters
+            .into_iter()
+            .filter_map(|(name, t)| {
+                let n = name.trim_start_matches('$').parse::<usize>().ok()?;
+                let t = t.unwrap_or(DataType::Utf8);
+                let (t, _) = for_clients(Arc::new(Schema::new(vec![Field::new("p", t, true)])), Vec::new()).ok()?;
+                Some((n, t.field(0).data_type().clone()))
+            })
+            .collect();
+        numbered.sort_by_key(|(n, _)| *n);
+        for (n, t) in numbered {
+            fields.push(Field::new(format!("{}{n}", super::worker::PARAMETER), t, true));
+        }
+        let schema = Schema::new(fields);
+        let mut out = Vec::new();
+        StreamWriter::try_new(&mut out, &schema)
+            .and_then(|mut w| w.finish())
+            .map_err(|e| Failure::Invalid(e.to_string()))?;
+        Ok(out)
+    }
+
+    /// Runs `sql` over the tables in `dir` and returns at most `max_rows + 1` rows as an Arrow
+    /// IPC stream, with types every client reads (see [`for_clients`]).
+    pub fn answer(&mut self, dir: &Path, tables: &[String], sql: &str, max_rows: usize) -> Result<Vec<u8>, Failure> {
+        let ctx = self.loaded(dir, tables)?;
         let sql = sql.to_string();
         let batches = self.runtime.block_on(async move {
             let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);

@@ -38,6 +38,9 @@ pub struct Request {
     pub max_rows: usize,
     /// The worker's memory budget, in bytes (its process limit and DataFusion's pool).
     pub memory_bytes: u64,
+    /// Describe the statement instead of running it (see [`Engine::describe`]).
+    #[serde(default)]
+    pub describe: bool,
 }
 
 /// How one query ended.
@@ -61,6 +64,9 @@ pub enum Outcome {
 }
 
 /// The table names a query may read: `catalog` and every table the views create.
+/// The prefix of a described statement's parameter columns (`PARAMETER` + its number).
+pub const PARAMETER: &str = "\u{1e}$";
+
 pub fn offered_tables(views: &Views) -> Vec<String> {
     let mut names = vec!["catalog".to_string()];
     for (_, stmt) in &views.statements {
@@ -105,7 +111,11 @@ pub fn run_worker() -> i32 {
                 // A panic inside the engine on some query is that query's failure, not the
                 // worker's: the analyst gets the reason, the worker stays up.
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
+                    if request.describe {
+                        engine.describe(&request.tables_dir, &request.tables, &request.sql)
+                    } else {
+                        engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
+                    }
                 }))
                 .unwrap_or_else(|panic| {
                     let reason = panic
@@ -398,6 +408,23 @@ impl Runner {
         sql: &str,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Outcome {
+        self.ask(snapshot, sql, cancel, false)
+    }
+
+    /// Describes a statement with `$n` parameters: an answer with no rows whose columns are the
+    /// statement's, then one column per parameter named [`PARAMETER`]`n`, of its inferred type
+    /// (see [`Engine::describe`]).
+    pub fn describe(&self, snapshot: &Arc<Snapshot>, sql: &str, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
+        self.ask(snapshot, sql, cancel, true)
+    }
+
+    fn ask(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        sql: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+        describe: bool,
+    ) -> Outcome {
         {
             let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
             if *n >= self.limits.workers {
@@ -419,6 +446,7 @@ impl Runner {
             sql: sql.to_string(),
             max_rows: self.limits.max_rows,
             memory_bytes: self.limits.memory_bytes,
+            describe,
         };
         match self.ask_warm(&request, started, cancel) {
             Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
