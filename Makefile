@@ -142,6 +142,7 @@ PG_VENV := .venv-pg
 
 pg-test: build $(PG_VENV)/.installed
 	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
+	command -v openssl >/dev/null || apt-get install -y openssl || (apt-get update && apt-get install -y openssl)
 	test -f /usr/share/java/postgresql.jar && command -v javac >/dev/null || apt-get install -y libpostgresql-jdbc-java default-jdk-headless || (apt-get update && apt-get install -y libpostgresql-jdbc-java default-jdk-headless)
 	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
 

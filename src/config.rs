@@ -34,7 +34,8 @@ pub enum Command {
     Generate(GenerateArgs),
     /// Check a Parquet export against the input schema; prints every problem, exits 1 if invalid.
     Validate(ValidateArgs),
-    /// Manage the credentials file: add a client (prints its new key and secret once), list, revoke.
+    /// Manage the credentials file: add a client (prints its new key and secret once), list, give a
+    /// client a SCRAM verifier, revoke.
     #[command(subcommand)]
     Credentials(CredentialsCommand),
     /// Write the analyst report: one self-contained HTML page in Portuguese (charts as inline
@@ -147,10 +148,24 @@ pub struct ServeArgs {
     #[arg(long, env = "ECO_MAX_ROWS", default_value_t = DEFAULT_MAX_ROWS, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_rows: u64,
     /// Also serve analysts' SQL over the PostgreSQL protocol v3 on this address (`psql`,
-    /// psycopg, BI tools; user = API key, password = its secret). Off when unset; port 0 picks a
-    /// free port (printed as `postgres listening on ADDR`).
+    /// psycopg, BI tools; user = API key, password = its secret, checked with SCRAM-SHA-256).
+    /// Off when unset; port 0 picks a free port (printed as `postgres listening on ADDR`). An
+    /// address that is not loopback needs --pg-tls-cert and --pg-tls-key, or
+    /// --pg-allow-plaintext (refused otherwise, exit 1).
     #[arg(long, env = "ECO_PG_BIND")]
     pub pg_bind: Option<String>,
+    /// PEM file of the PostgreSQL door's TLS certificate (the server's first, then its
+    /// intermediates); with --pg-tls-key, the door answers SSLRequest with TLS 1.2/1.3 and offers
+    /// SCRAM-SHA-256-PLUS (channel binding). Both or neither; unreadable files are refused (exit 1).
+    #[arg(long, env = "ECO_PG_TLS_CERT", value_name = "FILE")]
+    pub pg_tls_cert: Option<PathBuf>,
+    /// PEM file of the private key of --pg-tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "ECO_PG_TLS_KEY", value_name = "FILE")]
+    pub pg_tls_key: Option<PathBuf>,
+    /// Serve the PostgreSQL door without TLS on an address that is not loopback (secrets stay
+    /// SCRAM-protected, but queries and answers cross the network in clear text).
+    #[arg(long, env = "ECO_PG_ALLOW_PLAINTEXT")]
+    pub pg_allow_plaintext: bool,
     /// PostgreSQL connections open at once at most; one more is answered 53300
     /// (too_many_connections) and closed. A connection that has not authenticated within
     /// --header-timeout-ms is closed.
@@ -219,6 +234,19 @@ impl ServeArgs {
             timeout: std::time::Duration::from_millis(self.sql_timeout_ms),
             memory_bytes: self.sql_memory_mb * 1024 * 1024,
             workers: self.sql_workers,
+        }
+    }
+
+    /// The PostgreSQL door's certificate and key files (`--pg-tls-cert`, `--pg-tls-key`): both
+    /// or neither.
+    pub fn pg_tls_files(&self) -> anyhow::Result<Option<(&std::path::Path, &std::path::Path)>> {
+        match (&self.pg_tls_cert, &self.pg_tls_key) {
+            (Some(cert), Some(key)) => Ok(Some((cert, key))),
+            (None, None) => Ok(None),
+            (Some(_), None) => anyhow::bail!("--pg-tls-cert needs --pg-tls-key (ECO_PG_TLS_KEY): give both or neither"),
+            (None, Some(_)) => {
+                anyhow::bail!("--pg-tls-key needs --pg-tls-cert (ECO_PG_TLS_CERT): give both or neither")
+            }
         }
     }
 
@@ -313,10 +341,16 @@ pub struct ReportArgs {
 #[derive(Debug, Clone, Subcommand)]
 pub enum CredentialsCommand {
     /// Create a client: a random key and a 256-bit secret from the OS generator. Prints
-    /// {"key": ..., "secret": ...} once; the file keeps only the SHA-256 of the secret.
+    /// {"key": ..., "secret": ...} once; the file keeps only the SHA-256 of the secret and its
+    /// SCRAM-SHA-256 verifier (for the PostgreSQL door).
     Add(CredentialsAddArgs),
-    /// Print the clients (key, name, quota) as JSON; never a secret or its hash.
+    /// Print the clients (key, name, quota, whether it has a SCRAM verifier) as JSON; never a
+    /// secret, its hash or its verifier.
     List(CredentialsFileArg),
+    /// Give an existing client a SCRAM-SHA-256 verifier (a new salt) made from its secret, read
+    /// from standard input (one line) and checked against the stored hash: an entry written
+    /// before verifiers existed then logs in over the PostgreSQL protocol without TLS too.
+    Scram(CredentialsScramArgs),
     /// Remove a client; exits 1 when the key is not in the file.
     Revoke(CredentialsRevokeArgs),
 }
@@ -339,6 +373,15 @@ pub struct CredentialsAddArgs {
     /// (no quota when absent).
     #[arg(long, env = "ECO_CREDENTIAL_QUOTA_PER_MINUTE", value_parser = clap::value_parser!(u32).range(1..))]
     pub quota_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CredentialsScramArgs {
+    #[command(flatten)]
+    pub file: CredentialsFileArg,
+    /// The key whose verifier is (re)made.
+    #[arg(env = "ECO_CREDENTIAL_KEY")]
+    pub key: String,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -369,6 +412,23 @@ mod tests {
         let cli = Cli::try_parse_from(["eco-insights", "serve", "--preco-kwh", "0"]).unwrap();
         let Command::Serve(s) = cli.command else { panic!() };
         assert!(s.cost().unwrap_err().to_string().contains("preco-kwh"));
+        assert!(s.pg_tls_files().unwrap().is_none() && !s.pg_allow_plaintext);
+    }
+
+    #[test]
+    fn pg_tls_files_come_in_pairs() {
+        let parse = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["eco-insights", "serve"], args].concat()).unwrap();
+            let Command::Serve(s) = cli.command else { panic!() };
+            s
+        };
+        let both = parse(&["--pg-tls-cert", "c.pem", "--pg-tls-key", "k.pem"]);
+        let (cert, key) = both.pg_tls_files().unwrap().unwrap();
+        assert_eq!((cert, key), (std::path::Path::new("c.pem"), std::path::Path::new("k.pem")));
+        let cert_only = parse(&["--pg-tls-cert", "c.pem"]).pg_tls_files().unwrap_err().to_string();
+        assert!(cert_only.contains("--pg-tls-key"), "{cert_only}");
+        let key_only = parse(&["--pg-tls-key", "k.pem"]).pg_tls_files().unwrap_err().to_string();
+        assert!(key_only.contains("--pg-tls-cert"), "{key_only}");
     }
 
     #[test]

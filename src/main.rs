@@ -145,6 +145,14 @@ fn credentials_cmd(command: CredentialsCommand) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string(&created)?);
         }
         CredentialsCommand::List(f) => println!("{}", serde_json::to_string_pretty(&credentials::list(&f.file)?)?),
+        CredentialsCommand::Scram(s) => {
+            let mut secret = String::new();
+            std::io::stdin().read_line(&mut secret)?;
+            let secret = secret.strip_suffix('\n').unwrap_or(&secret);
+            let secret = secret.strip_suffix('\r').unwrap_or(secret);
+            credentials::set_scram(&s.file.file, &s.key, secret)?;
+            eprintln!("SCRAM verifier written for {}", s.key);
+        }
         CredentialsCommand::Revoke(r) => {
             credentials::revoke(&r.file.file, &r.key)?;
             eprintln!("revoked {}", r.key);
@@ -165,9 +173,42 @@ fn bind_is_loopback(bind: &str) -> bool {
     }
 }
 
+/// The PostgreSQL door's TLS, when `--pg-bind` is given: its certificate and key read (`None`
+/// without them); an error when only one is given, a file is unusable, or the door would listen
+/// in clear text beyond loopback without `--pg-allow-plaintext`.
+fn pg_tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<eco_insights::pg::tls::Tls>>> {
+    let files = args.pg_tls_files()?;
+    let Some(pg_bind) = &args.pg_bind else {
+        if files.is_some() {
+            tracing::warn!("--pg-tls-cert and --pg-tls-key are ignored without --pg-bind");
+        }
+        return Ok(None);
+    };
+    let Some((cert, key)) = files else {
+        if !bind_is_loopback(pg_bind) {
+            if !args.pg_allow_plaintext {
+                anyhow::bail!(
+                    "--pg-bind {pg_bind} is not a loopback address and the PostgreSQL door has no TLS: queries and \
+                     answers would cross the network in clear text. Give --pg-tls-cert and --pg-tls-key \
+                     (ECO_PG_TLS_CERT, ECO_PG_TLS_KEY), bind 127.0.0.1, or pass --pg-allow-plaintext \
+                     (ECO_PG_ALLOW_PLAINTEXT=true)"
+                );
+            }
+            tracing::warn!(
+                addr = %pg_bind,
+                "the PostgreSQL door serves beyond loopback without TLS (--pg-allow-plaintext): queries and \
+                 answers cross the network in clear text"
+            );
+        }
+        return Ok(None);
+    };
+    Ok(Some(Arc::new(eco_insights::pg::tls::Tls::load(cert, key)?)))
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Dropped last: writes out the log lines still queued.
     let _log = eco_insights::process::logging::init(&args.log, args.log_format)?;
+    let pg_tls = pg_tls(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
         .on_thread_start(eco_insights::process::priority::register_serving_thread)
@@ -185,15 +226,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let cost = args.cost()?;
     let credentials_seen = FileStamp::now(&args.credentials);
     let credentials = Credentials::load(&args.credentials)?;
-    let demo_allowed = args.allow_demo_credentials || bind_is_loopback(&args.bind);
+    // The demo pair opens the PostgreSQL door as much as the HTTP one.
+    let public_bind = [Some(&args.bind), args.pg_bind.as_ref()].into_iter().flatten().find(|b| !bind_is_loopback(b));
+    let demo_allowed = args.allow_demo_credentials || public_bind.is_none();
     if credentials.demo_active() {
-        if !demo_allowed {
+        if let (false, Some(public_bind)) = (demo_allowed, public_bind) {
             anyhow::bail!(
-                "the public demo credentials (demo-key / demo-secret) are active in {} and --bind {} is not a \
+                "the public demo credentials (demo-key / demo-secret) are active in {} and {} is not a \
                  loopback address: replace them (`eco-insights credentials add`, then revoke demo-key), bind \
                  127.0.0.1, or pass --allow-demo-credentials (ECO_ALLOW_DEMO_CREDENTIALS=true)",
                 args.credentials.display(),
-                args.bind
+                if public_bind == &args.bind {
+                    format!("--bind {public_bind}")
+                } else {
+                    format!("--pg-bind {public_bind}")
+                }
             );
         }
         tracing::warn!(
@@ -287,6 +334,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sql: Arc::clone(&sql),
         max_connections: args.pg_max_connections,
         startup_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+        tls: pg_tls,
     };
     let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
@@ -302,7 +350,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("cannot bind {pg_bind} (--pg-bind): {e}"))?;
             let pg_addr = listener.local_addr()?;
             println!("postgres listening on {pg_addr}");
-            tracing::info!(addr = %pg_addr, "PostgreSQL protocol listening");
+            tracing::info!(addr = %pg_addr, tls = pg.tls.is_some(), "PostgreSQL protocol listening");
             tokio::spawn(eco_insights::pg::serve(listener, pg));
         }
         let interval = Duration::from_millis(args.reload_interval_ms);

@@ -1,8 +1,10 @@
 //! The PostgreSQL front door (`--pg-bind`): analysts' SQL over the PostgreSQL protocol v3, so
 //! `psql`, psycopg, DBeaver and BI tools connect. It sits beside `http/` and shares with it only
 //! what belongs to the process and the engine: the credentials and quotas (user = API key,
-//! password = its secret, checked like the headers), the dataset store, and the SQL runner with
+//! password = its secret, proven with SCRAM-SHA-256), the dataset store, and the SQL runner with
 //! its sandbox and limits. The protocol itself is `pgwire`'s.
+//!
+//! TLS (`--pg-tls-cert`, `--pg-tls-key`) is in `tls`, the logins (SCRAM-SHA-256) in `auth`.
 //!
 //! Errors carry SQLSTATEs: 28P01 bad credentials, 42601 syntax, 42P01 unknown table, 42703
 //! unknown column or another invalid query, 42501 a forbidden statement or function, 57014 a
@@ -13,8 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use futures::stream;
-use pgwire::api::auth::cleartext::CleartextPasswordAuthStartupHandler;
-use pgwire::api::auth::{AuthSource, DefaultServerParameterProvider, LoginInfo, Password};
+use pgwire::api::auth::DefaultServerParameterProvider;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
@@ -26,15 +27,17 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use polars::prelude::*;
 use tokio::net::TcpListener;
 
+mod auth;
 mod copy;
 mod session;
+pub mod tls;
 
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::sandbox::{self, Refused};
 use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
 use crate::engine::store::Store;
-use crate::process::keys::{KeyStore, Refusal};
+use crate::process::keys::KeyStore;
 
 /// The PostgreSQL version the door reports (`server_version`, `SHOW server_version`): the
 /// dialect and answers it follows, as a number clients parse.
@@ -52,45 +55,12 @@ pub struct PgState {
     pub max_connections: usize,
     /// Time a connection has to authenticate (`--header-timeout-ms`).
     pub startup_timeout: std::time::Duration,
+    /// TLS, when `--pg-tls-cert` and `--pg-tls-key` are given.
+    pub tls: Option<Arc<tls::Tls>>,
 }
 
 fn error(code: &str, message: impl Into<String>) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), code.to_owned(), message.into())))
-}
-
-/// Checks a login against the process's credentials (and counts it against the key's quota),
-/// and marks the connection authenticated.
-#[derive(Clone)]
-struct Keys(Arc<KeyStore>, Arc<std::sync::atomic::AtomicBool>);
-
-impl Debug for Keys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Keys")
-    }
-}
-
-#[async_trait]
-impl AuthSource for Keys {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        Err(PgWireError::InvalidPassword(login.user().unwrap_or_default().to_owned()))
-    }
-
-    async fn verify_password(&self, login: &LoginInfo, presented: &[u8]) -> PgWireResult<Option<()>> {
-        let user = login.user().unwrap_or_default().to_owned();
-        let secret = String::from_utf8_lossy(presented).into_owned();
-        match self.0.current().authorize(Some(&user), Some(&secret)) {
-            Ok(_) => {
-                self.1.store(true, std::sync::atomic::Ordering::Relaxed);
-                Ok(None)
-            }
-            Err(denial) => match denial.error {
-                Refusal::Unauthorized => Err(PgWireError::InvalidPassword(user)),
-                Refusal::RateLimited(secs) => {
-                    Err(error("53400", format!("cota de requisições excedida para esta chave; tente em {secs} s")))
-                }
-            },
-        }
-    }
 }
 
 /// The queries of one connection.
@@ -914,7 +884,7 @@ impl ExtendedQueryHandler for Backend {
 /// One connection's handlers.
 struct Handlers {
     backend: Arc<Backend>,
-    keys: Keys,
+    login: auth::Login,
     cancels: Cancels,
 }
 
@@ -934,7 +904,7 @@ impl PgWireServerHandlers for Handlers {
         parameters.is_superuser = false;
         parameters.time_zone = "UTC".to_owned();
         parameters.date_style = "ISO, MDY".to_owned();
-        Arc::new(CleartextPasswordAuthStartupHandler::new(self.keys.clone(), parameters))
+        Arc::new(auth::Startup::new(self.login.clone(), parameters))
     }
 
     fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
@@ -975,6 +945,7 @@ pub async fn serve(listener: TcpListener, state: PgState) {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let open = Arc::new(AtomicUsize::new(0));
     let cancels: Cancels = Arc::default();
+    let logins = Arc::new(auth::Logins::new(Arc::clone(&state.keys), state.tls.as_deref()));
     loop {
         let (mut socket, peer) = match listener.accept().await {
             Ok(s) => s,
@@ -1001,13 +972,14 @@ pub async fn serve(listener: TcpListener, state: PgState) {
         let authenticated = Arc::new(AtomicBool::new(false));
         let handlers = Handlers {
             backend: Arc::new(Backend::new(state.clone(), Arc::clone(&cancels))),
-            keys: Keys(Arc::clone(&state.keys), Arc::clone(&authenticated)),
+            login: auth::Login::new(Arc::clone(&logins), Arc::clone(&authenticated)),
             cancels: Arc::clone(&cancels),
         };
         let deadline = state.startup_timeout;
+        let tls = state.tls.as_ref().map(|t| t.acceptor.clone());
         tokio::spawn(async move {
             let _place = place;
-            let connection = pgwire::tokio::process_socket(socket, None, handlers);
+            let connection = pgwire::tokio::process_socket(socket, tls, handlers);
             tokio::pin!(connection);
             let result = tokio::select! {
                 r = &mut connection => Some(r),

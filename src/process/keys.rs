@@ -24,6 +24,7 @@ use arc_swap::ArcSwap;
 
 pub use super::credentials::hash_secret;
 use super::credentials::CredentialsFile;
+use super::scram::Verifier;
 
 /// The demo key shipped with the repository so `make run` works out of the box.
 pub const DEMO_KEY: &str = "demo-key";
@@ -54,6 +55,8 @@ impl Bucket {
 struct Client {
     name: String,
     secret_sha256: [u8; 32],
+    /// The SCRAM-SHA-256 verifier the PostgreSQL door checks (None in an older file).
+    scram: Option<Verifier>,
     bucket: Option<Arc<Bucket>>,
 }
 
@@ -163,7 +166,7 @@ impl Credentials {
                     .filter(|b| b.per_minute == q.get())
                     .map_or_else(|| Arc::new(Bucket::new(q)), Arc::clone)
             });
-            clients.insert(e.key, Client { name: e.name, secret_sha256: e.secret_sha256, bucket });
+            clients.insert(e.key, Client { name: e.name, secret_sha256: e.secret_sha256, scram: e.scram, bucket });
         }
         Credentials { clients }
     }
@@ -177,23 +180,53 @@ impl Credentials {
         self.clients.is_empty()
     }
 
-    /// Whether the public demo pair is accepted.
+    /// Whether the public demo pair is accepted: its secret's hash, or its SCRAM verifier (the
+    /// PostgreSQL door's check).
     pub fn demo_active(&self) -> bool {
-        self.clients.get(DEMO_KEY).is_some_and(|c| bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET))))
+        self.clients.get(DEMO_KEY).is_some_and(|c| {
+            bool::from(c.secret_sha256.ct_eq(&hash_secret(DEMO_SECRET)))
+                || c.scram.as_ref().is_some_and(|v| v.matches(DEMO_SECRET))
+        })
     }
 
     /// Checks a key/secret pair, then takes a token from the key's bucket.
     pub fn authorize(&self, key: Option<&str>, secret: Option<&str>) -> Result<Grant, Denial> {
         let (Some(key), Some(secret)) = (key, secret) else { return Err(Refusal::Unauthorized.into()) };
+        if !self.verify(key, secret) {
+            return Err(Refusal::Unauthorized.into());
+        }
+        self.admit(key)
+    }
+
+    /// Whether `secret` is the secret of `key` (its SHA-256 compared in constant time).
+    pub fn verify(&self, key: &str, secret: &str) -> bool {
         let given = hash_secret(secret);
         let client = self.clients.get(key);
         // Compare against a dummy hash for unknown keys so timing does not tell keys apart.
         let expected = client.map_or([0u8; 32], |c| c.secret_sha256);
-        let ok = bool::from(given.ct_eq(&expected)) && client.is_some();
-        let client = match (ok, client) {
-            (true, Some(c)) => c,
-            _ => return Err(Refusal::Unauthorized.into()),
-        };
+        bool::from(given.ct_eq(&expected)) && client.is_some()
+    }
+
+    /// Whether `key` is in force.
+    pub fn contains(&self, key: &str) -> bool {
+        self.clients.contains_key(key)
+    }
+
+    /// The client name of `key` (for log lines).
+    pub fn name(&self, key: &str) -> Option<String> {
+        self.clients.get(key).map(|c| c.name.clone())
+    }
+
+    /// The SCRAM-SHA-256 verifier of `key`; None for an unknown key or an entry without one.
+    pub fn scram_verifier(&self, key: &str) -> Option<Verifier> {
+        self.clients.get(key).and_then(|c| c.scram.clone())
+    }
+
+    /// Lets a request of `key` through once its client has proved its secret (a checked pair, or
+    /// a SCRAM proof): takes a token from the key's bucket. Unauthorized when the key is no
+    /// longer in force.
+    pub fn admit(&self, key: &str) -> Result<Grant, Denial> {
+        let Some(client) = self.clients.get(key) else { return Err(Refusal::Unauthorized.into()) };
         let Some(bucket) = &client.bucket else { return Ok(Grant { name: client.name.clone(), rate: None }) };
         let limit = bucket.per_minute;
         match bucket.limiter.check() {
@@ -278,6 +311,36 @@ mod tests {
         assert!(same.authorize(Some("k1"), Some("s1")).is_err(), "the used bucket was not kept");
         let changed = Credentials::from_file(&CredentialsFile::parse(&text("5")).unwrap(), Some(&c));
         assert!(changed.authorize(Some("k1"), Some("s1")).is_ok(), "a new quota starts a full bucket");
+    }
+
+    #[test]
+    fn scram_verifiers_and_admission() {
+        let v = Verifier::new("s1").unwrap();
+        let text = format!(
+            r#"{{"credentials":[{{"key":"k1","name":"one","secret_sha256":"{}","scram_verifier":"{v}","quota_per_minute":1}},
+                {{"key":"old","name":"old","secret_sha256":"{}"}}]}}"#,
+            hex::encode(hash_secret("s1")),
+            hex::encode(hash_secret("s2"))
+        );
+        let c = Credentials::parse(&text).unwrap();
+        assert_eq!(c.scram_verifier("k1"), Some(v));
+        assert_eq!(c.scram_verifier("old"), None);
+        assert_eq!(c.scram_verifier("nope"), None);
+        assert!(c.contains("old") && !c.contains("nope"));
+        assert_eq!((c.name("old").as_deref(), c.name("nope")), (Some("old"), None));
+        assert!(c.verify("old", "s2") && !c.verify("old", "s1") && !c.verify("nope", "s2"));
+        // Admission takes the quota's token; an unknown key is not admitted.
+        assert!(c.admit("k1").is_ok());
+        assert!(matches!(c.admit("k1").unwrap_err().error, Refusal::RateLimited(_)));
+        assert_eq!(c.admit("nope"), unauthorized());
+        assert!(!c.demo_active());
+        // The demo pair is active through its verifier alone too.
+        let demo = format!(
+            r#"{{"credentials":[{{"key":"{DEMO_KEY}","name":"d","secret_sha256":"{}","scram_verifier":"{}"}}]}}"#,
+            hex::encode(hash_secret("replaced")),
+            Verifier::new(DEMO_SECRET).unwrap()
+        );
+        assert!(Credentials::parse(&demo).unwrap().demo_active());
     }
 
     #[test]

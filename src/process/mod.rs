@@ -10,6 +10,7 @@ pub mod logging;
 pub mod memory;
 pub mod metrics;
 pub mod priority;
+pub mod scram;
 
 use std::path::{Path, PathBuf};
 

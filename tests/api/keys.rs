@@ -255,19 +255,20 @@ fn credentials_command_and_hot_reload_without_restart() {
     eventually(&server, "the new key working", || server.get(path, &key2, &secret2).status == 200);
     assert_eq!(header_u64(&server.get(path, &key2, &secret2), "ratelimit-limit"), 100);
 
-    // `list` shows keys, names and quotas, never a secret or its hash.
+    // `list` shows keys, names, quotas and whether a SCRAM verifier is kept, never a secret, its
+    // hash or its verifier.
     let out = credentials(&["list", "--file", file]);
     assert!(out.status.success());
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         listed,
         json!([
-            {"key": key1, "name": "first client", "quota_per_minute": null},
-            {"key": key2, "name": "second", "quota_per_minute": 100}
+            {"key": key1, "name": "first client", "quota_per_minute": null, "scram": true},
+            {"key": key2, "name": "second", "quota_per_minute": 100, "scram": true}
         ])
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!text.contains(&sha256_hex(&secret1)) && !text.contains("secret"));
+    assert!(!text.contains(&sha256_hex(&secret1)) && !text.contains("secret") && !text.contains("SCRAM-SHA-256$"));
 
     // A revoked key stops working; the others keep theirs.
     let out = credentials(&["revoke", "--file", file, &key1]);

@@ -6,15 +6,24 @@ extended protocol, with parameters) and `psql -c` (the simple protocol) ask it a
 and DuckDB in-process answers the same queries on the same file. Also checked: credentials
 (user = key, password = secret; a wrong pair is 28P01), the column types a client sees, and the
 SQLSTATE of each refusal (syntax 42601, unknown table 42P01, forbidden 42501, a limit 57014).
+The door's security (`tls_checks`): SCRAM-SHA-256 logins (the exchange spoken here by hand too,
+so the SQLSTATEs, messages and the mock exchange of an unknown key are seen), TLS with a CA and
+certificate the test makes (`openssl`), verify-full, require_auth, channel binding, keys without
+a verifier, and the start-up refusals of a door beyond loopback without TLS or with bad files.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
+import hmac
 import json
 import math
 import os
+import socket
+import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +35,8 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY, SECRET = "pg-check", "pg-check-secret"
+# A key written before SCRAM verifiers existed: only its secret's SHA-256.
+OLD_KEY, OLD_SECRET = "pg-old", "pg-old-secret"
 # The PostgreSQL door's limits in this test: connections at once, and the time to authenticate.
 MAX_CONNECTIONS, STARTUP_MS = 64, 1500
 
@@ -66,6 +77,353 @@ def sqlstate(conn_str: str, sql: str, params=None) -> str | None:
     except psycopg.Error as e:
         return e.sqlstate
     return None
+
+
+def scram_verifier(secret: str, salt: bytes | None = None, iterations: int = 4096) -> str:
+    """PostgreSQL's SCRAM-SHA-256 verifier of an ASCII secret (RFC 5802/7677), computed here
+    independently of the service."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", secret.encode(), salt, iterations)
+    stored = hashlib.sha256(hmac.new(salted, b"Client Key", "sha256").digest()).digest()
+    server = hmac.new(salted, b"Server Key", "sha256").digest()
+    b64 = lambda b: base64.b64encode(b).decode()
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored)}:{b64(server)}"
+
+
+def credentials_entry(key: str, secret: str, verifier: bool = True, **extra) -> dict:
+    entry = {"key": key, "name": f"{key} entry", "secret_sha256": hashlib.sha256(secret.encode()).hexdigest(), **extra}
+    if verifier:
+        entry["scram_verifier"] = scram_verifier(secret)
+    return entry
+
+
+def raw_login(host: str, port: int, user: str, secret: str, tls: ssl.SSLContext | None = None,
+              server_hostname: str = "localhost") -> dict:
+    """A login spoken by hand (protocol v3, SCRAM-SHA-256 without channel binding, or a clear-text
+    password when asked): what the server offered and answered. Keys: `mechanisms`, `salt`,
+    `iterations`, `cleartext`, `server_signature_ok`, `ok` (AuthenticationOk), `error` (the
+    ErrorResponse's fields by code letter), `tls_version`."""
+    out: dict = {"mechanisms": None, "cleartext": False, "ok": False, "error": None}
+    sock = socket.create_connection((host, port), timeout=10)
+    try:
+        if tls is not None:
+            sock.sendall(struct.pack("!ii", 8, 80877103))
+            if sock.recv(1) != b"S":
+                out["error"] = {"M": "SSLRequest refused"}
+                return out
+            sock = tls.wrap_socket(sock, server_hostname=server_hostname)
+            out["tls_version"] = sock.version()
+
+        def exact(n: int) -> bytes:
+            data = b""
+            while len(data) < n:
+                chunk = sock.recv(n - len(data))
+                if not chunk:
+                    raise ConnectionError("closed")
+                data += chunk
+            return data
+
+        def send(kind: bytes, body: bytes) -> None:
+            sock.sendall(kind + struct.pack("!i", len(body) + 4) + body)
+
+        params = b"user\0" + user.encode() + b"\0database\0eco\0\0"
+        sock.sendall(struct.pack("!ii", len(params) + 8, 196608) + params)
+        nonce = base64.b64encode(os.urandom(18)).decode()
+        first_bare = f"n=,r={nonce}"
+        state: dict = {}
+        while True:
+            head = exact(5)
+            body = exact(struct.unpack("!i", head[1:])[0] - 4)
+            if head[:1] == b"E":
+                out["error"] = {chr(f[0]): f[1:].decode() for f in body.split(b"\0") if f}
+                return out
+            if head[:1] != b"R":
+                continue
+            code = struct.unpack("!i", body[:4])[0]
+            if code == 0:
+                out["ok"] = True
+                return out
+            if code == 3:
+                out["cleartext"] = True
+                send(b"p", secret.encode() + b"\0")
+            elif code == 10:
+                out["mechanisms"] = [m.decode() for m in body[4:].split(b"\0") if m]
+                first = ("n,," + first_bare).encode()
+                send(b"p", b"SCRAM-SHA-256\0" + struct.pack("!i", len(first)) + first)
+            elif code == 11:
+                server_first = body[4:].decode()
+                attrs = dict(a.split("=", 1) for a in server_first.split(","))
+                salt, iterations = base64.b64decode(attrs["s"]), int(attrs["i"])
+                out["salt"], out["iterations"] = salt, iterations
+                salted = hashlib.pbkdf2_hmac("sha256", secret.encode(), salt, iterations)
+                client_key = hmac.new(salted, b"Client Key", "sha256").digest()
+                without_proof = f"c=biws,r={attrs['r']}"
+                auth_message = f"{first_bare},{server_first},{without_proof}".encode()
+                signature = hmac.new(hashlib.sha256(client_key).digest(), auth_message, "sha256").digest()
+                proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
+                send(b"p", f"{without_proof},p={proof}".encode())
+                server_key = hmac.new(salted, b"Server Key", "sha256").digest()
+                state["expected"] = base64.b64encode(hmac.new(server_key, auth_message, "sha256").digest()).decode()
+            elif code == 12:
+                out["server_signature_ok"] = body[4:].decode() == "v=" + state.get("expected", "")
+    finally:
+        sock.close()
+
+
+def connect_error(dsn: str) -> str | None:
+    """None when `dsn` connects (and answers a query), else the error's text."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("SELECT 1").fetchone()
+    except psycopg.Error as e:
+        return str(e)
+    return None
+
+
+def refusal(out: dict, user: str) -> tuple | None:
+    """A refused login's severity, SQLSTATE and message with the user's name taken out."""
+    e = out.get("error")
+    return (e.get("S"), e.get("C"), e.get("M", "").replace(f'"{user}"', '"USER"')) if e else None
+
+
+def start_service(binary: str, args: list[str], log: Path):
+    """Starts `serve`; (process, HTTP line, postgres line)."""
+    proc = subprocess.Popen([binary, "serve", *args], stdout=subprocess.PIPE, stderr=open(log, "w"),
+                            stdin=subprocess.DEVNULL, text=True)
+    http = proc.stdout.readline()
+    pg = proc.stdout.readline()
+    return proc, http, pg
+
+
+def refused_start(binary: str, args: list[str]) -> tuple[int | None, str]:
+    """`serve` with `args` expected to refuse to start: its exit status and standard error."""
+    try:
+        out = subprocess.run([binary, "serve", *args], capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return None, "still running after 60 s"
+    return out.returncode, out.stderr
+
+
+def make_certificates(work: Path) -> dict:
+    """A CA and a server certificate for `localhost` it signed (ECDSA P-256), a second CA that
+    signed nothing, with `openssl`."""
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, timeout=60)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for ca in ("ca", "other-ca"):
+        run("req", "-x509", *ec, "-keyout", str(work / f"{ca}.key"), "-out", str(work / f"{ca}.crt"), "-days", "2",
+            "-subj", f"/CN=eco pg-test {ca}", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-keyout", str(work / "server.key"), "-out", str(work / "server.csr"), "-subj", "/CN=localhost")
+    (work / "server.ext").write_text("subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                                     "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+    run("x509", "-req", "-in", str(work / "server.csr"), "-CA", str(work / "ca.crt"), "-CAkey", str(work / "ca.key"),
+        "-CAcreateserial", "-out", str(work / "server.crt"), "-days", "2", "-extfile", str(work / "server.ext"))
+    return {name: work / f"{name}" for name in ("ca.crt", "ca.key", "other-ca.crt", "server.crt", "server.key")}
+
+
+def tls_checks(binary: str, data: Path, work: Path) -> None:
+    """The door's security: SCRAM-SHA-256 and the mock exchange of unknown keys, TLS with
+    verify-full against a CA made here, require_auth, channel binding, keys without a verifier
+    (refused over plain TCP, accepted over TLS), a key made by `credentials add`, an older entry
+    given a verifier by `credentials scram`, quotas and revocation, and the start-up refusals."""
+    work = work / "tls"
+    work.mkdir()
+    certs = make_certificates(work)
+    creds = work / "credentials.json"
+    creds.write_text(json.dumps({"credentials": [
+        credentials_entry(KEY, SECRET), credentials_entry(OLD_KEY, OLD_SECRET, verifier=False),
+        credentials_entry("pg-quota", "pg-quota-secret", quota_per_minute=1)]}))
+    common = ["--bind", "127.0.0.1:0", "--data", str(data), "--credentials", str(creds), "--queries",
+              str(ROOT / "queries"), "--reload-interval-ms", "200", "--log", "warn"]
+    tls_args = ["--pg-tls-cert", str(certs["server.crt"]), "--pg-tls-key", str(certs["server.key"])]
+    proc, http, pg = start_service(binary, [*common, "--pg-bind", "127.0.0.1:0", *tls_args], work / "server.log")
+    try:
+        if not pg.startswith("postgres listening on "):
+            check("the service starts with --pg-tls-cert and --pg-tls-key", False,
+                  f"{http!r} {pg!r} {(work / 'server.log').read_text()[-1000:]}")
+            return
+        port = int(pg.strip().rsplit(":", 1)[1])
+        ca = str(certs["ca.crt"])
+        base = f"host=localhost port={port} dbname=eco"
+        verified = f"{base} sslmode=verify-full sslrootcert={ca}"
+        libpq = psycopg.pq.version()
+        check(f"psycopg's libpq is 16 or later (require_auth): {libpq}", libpq >= 160000, str(libpq))
+
+        # TLS: verify-full against the CA made here, with the host name localhost.
+        with psycopg.connect(f"{verified} user={KEY} password={SECRET}", autocommit=True) as conn:
+            n = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            check("sslmode=verify-full (CA and certificate for localhost made by the test)",
+                  conn.pgconn.ssl_in_use and n == 4000, str(n))
+        err = connect_error(f"{base} sslmode=verify-full sslrootcert={certs['other-ca.crt']} user={KEY} password={SECRET}")
+        check("verify-full against another CA is refused by the client", err is not None and "certificate" in err.lower(),
+              str(err))
+        with psycopg.connect(f"{base} sslmode=require user={KEY} password={SECRET}", autocommit=True) as conn:
+            check("sslmode=require", conn.pgconn.ssl_in_use and conn.execute("SELECT 1").fetchone()[0] == 1)
+        with psycopg.connect(f"{base} sslmode=disable user={KEY} password={SECRET}", autocommit=True) as conn:
+            check("the TLS door still takes plain TCP (sslmode=disable)", not conn.pgconn.ssl_in_use)
+        # SCRAM-SHA-256: required by the client, over TLS and over plain TCP; with channel binding
+        # (SCRAM-SHA-256-PLUS) over TLS. A clear-text password is never asked of a key with a verifier.
+        for mode in ("verify-full", "disable"):
+            dsn = (verified if mode == "verify-full" else f"{base} sslmode=disable") + f" user={KEY} password={SECRET}"
+            err = connect_error(f"{dsn} require_auth=scram-sha-256")
+            check(f"require_auth=scram-sha-256, sslmode={mode}", err is None, str(err))
+            err = connect_error(f"{dsn} require_auth=password")
+            check(f"require_auth=password refused by the client (SCRAM asked), sslmode={mode}",
+                  err is not None and "SASL" in err, str(err))
+        err = connect_error(f"{verified} user={KEY} password={SECRET} channel_binding=require")
+        check("channel_binding=require over TLS (SCRAM-SHA-256-PLUS)", err is None, str(err))
+        if libpq >= 170000:
+            err = connect_error(f"{verified} user={KEY} password={SECRET} sslnegotiation=direct")
+            check("direct TLS (sslnegotiation=direct, ALPN postgresql)", err is None, str(err))
+        env = {**os.environ, "PGPASSWORD": SECRET, "PGSSLMODE": "verify-full", "PGSSLROOTCERT": ca,
+               "PGCHANNELBINDING": "require"}
+        out = subprocess.run(["psql", "-h", "localhost", "-p", str(port), "-U", KEY, "-d", "eco", "-At", "-c",
+                              "SELECT count(*) FROM catalog"], capture_output=True, text=True, env=env, timeout=60)
+        check("psql (system libpq) with verify-full and channel binding", out.returncode == 0
+              and out.stdout.strip() == "4000", out.stderr)
+
+        # The exchange by hand: SCRAM's mechanisms, salt and iterations, the server's signature,
+        # and one refusal whatever was wrong.
+        plain = raw_login("127.0.0.1", port, KEY, SECRET)
+        check("SCRAM-SHA-256 by hand: AuthenticationOk and the server's signature verified",
+              plain["ok"] and plain.get("server_signature_ok") is True and plain["mechanisms"] == ["SCRAM-SHA-256"]
+              and plain["iterations"] == 4096 and len(plain["salt"]) == 16, str(plain))
+        tls_ctx = ssl.create_default_context(cafile=ca)
+        over_tls = raw_login("127.0.0.1", port, KEY, SECRET, tls=tls_ctx)
+        check("over TLS (1.3) the door also offers SCRAM-SHA-256-PLUS, not over plain TCP",
+              over_tls["ok"] and over_tls["mechanisms"] == ["SCRAM-SHA-256", "SCRAM-SHA-256-PLUS"]
+              and over_tls.get("tls_version") == "TLSv1.3", str(over_tls))
+        wrong = raw_login("127.0.0.1", port, KEY, "wrong-secret")
+        unknown = raw_login("127.0.0.1", port, "eco_0123456789abcdef0123456789abcdef", SECRET)
+        unknown_again = raw_login("127.0.0.1", port, "eco_0123456789abcdef0123456789abcdef", "x")
+        old_plain = raw_login("127.0.0.1", port, OLD_KEY, OLD_SECRET)
+        wrong_tls = raw_login("127.0.0.1", port, KEY, "wrong-secret", tls=tls_ctx)
+        unknown_tls = raw_login("127.0.0.1", port, "nobody", SECRET, tls=tls_ctx)
+        expected = ("FATAL", "28P01", 'password authentication failed for user "USER" (chave ou segredo inválidos)')
+        got = {"wrong secret": refusal(wrong, KEY), "unknown key": refusal(unknown, "eco_0123456789abcdef0123456789abcdef"),
+               "older key, plain TCP": refusal(old_plain, OLD_KEY), "wrong secret, TLS": refusal(wrong_tls, KEY),
+               "unknown key, TLS": refusal(unknown_tls, "nobody")}
+        check("a wrong secret, an unknown key, an older key over plain TCP: one 28P01, one message",
+              all(v == expected for v in got.values()), str(got))
+        check("an unknown key goes through a SCRAM exchange like a known one (same mechanisms, 4096 "
+              "iterations, a 16-byte salt, the same salt each time)",
+              unknown["mechanisms"] == plain["mechanisms"] and unknown.get("iterations") == 4096
+              and len(unknown.get("salt", b"")) == 16 and unknown.get("salt") == unknown_again.get("salt")
+              and unknown.get("salt") != plain["salt"] and not unknown["ok"], f"{unknown} {unknown_again}")
+        check("an older key over plain TCP meets the same SCRAM exchange, never a clear-text request",
+              old_plain["mechanisms"] == ["SCRAM-SHA-256"] and not old_plain["cleartext"] and not old_plain["ok"],
+              str(old_plain))
+        old_tls = raw_login("127.0.0.1", port, OLD_KEY, OLD_SECRET, tls=tls_ctx)
+        old_tls_wrong = raw_login("127.0.0.1", port, OLD_KEY, "wrong", tls=tls_ctx)
+        check("an older key (no verifier) over TLS: its secret in clear text inside TLS, accepted",
+              old_tls["cleartext"] and old_tls["ok"], str(old_tls))
+        check("an older key over TLS with a wrong secret: the same 28P01", refusal(old_tls_wrong, OLD_KEY) == expected,
+              str(old_tls_wrong))
+        err_plain = connect_error(f"{base} sslmode=disable user={OLD_KEY} password={OLD_SECRET}")
+        err_tls = connect_error(f"{verified} user={OLD_KEY} password={OLD_SECRET}")
+        check("psycopg: an older key is refused over plain TCP and connects over TLS",
+              err_plain is not None and "password authentication failed" in err_plain and err_tls is None,
+              f"{err_plain} / {err_tls}")
+
+        # Quotas and revocation still hold: a key with 1 request per minute logs in once, then 53400.
+        first = raw_login("127.0.0.1", port, "pg-quota", "pg-quota-secret")
+        second = raw_login("127.0.0.1", port, "pg-quota", "pg-quota-secret")
+        check("a login takes the key's quota (53400 past it)", first["ok"] and (second["error"] or {}).get("C") == "53400",
+              f"{first} {second}")
+
+        # A key made by `credentials add` logs in with SCRAM (the file is reloaded while serving).
+        added = subprocess.run([binary, "credentials", "add", "--file", str(creds), "--name", "added by the test"],
+                               capture_output=True, text=True, timeout=60)
+        pair = json.loads(added.stdout) if added.returncode == 0 else {}
+        stored = json.loads(creds.read_text())["credentials"]
+        check("credentials add writes a SCRAM verifier", any(e.get("key") == pair.get("key")
+              and e.get("scram_verifier", "").startswith("SCRAM-SHA-256$4096:") for e in stored), added.stderr)
+        deadline, err = time.monotonic() + 15, "not tried"
+        while time.monotonic() < deadline:
+            err = connect_error(f"{base} sslmode=disable user={pair.get('key')} password={pair.get('secret')} "
+                                "require_auth=scram-sha-256")
+            if err is None:
+                break
+            time.sleep(0.2)
+        check("a key from credentials add connects with require_auth=scram-sha-256", err is None, str(err))
+        err = connect_error(f"{verified} user={pair.get('key')} password={pair.get('secret')} channel_binding=require")
+        check("... and with channel binding over TLS", err is None, str(err))
+        # `credentials scram`: the older entry gets a verifier of its secret (a wrong one is refused),
+        # then logs in over plain TCP too.
+        bad = subprocess.run([binary, "credentials", "scram", "--file", str(creds), OLD_KEY], input="not-it\n",
+                             capture_output=True, text=True, timeout=60)
+        check("credentials scram with a wrong secret exits 1", bad.returncode == 1 and "not the secret" in bad.stderr,
+              bad.stderr)
+        good = subprocess.run([binary, "credentials", "scram", "--file", str(creds), OLD_KEY], input=OLD_SECRET + "\n",
+                              capture_output=True, text=True, timeout=60)
+        deadline, err = time.monotonic() + 15, "not tried"
+        while good.returncode == 0 and time.monotonic() < deadline:
+            err = connect_error(f"{base} sslmode=disable user={OLD_KEY} password={OLD_SECRET} require_auth=scram-sha-256")
+            if err is None:
+                break
+            time.sleep(0.2)
+        check("an older key given a verifier by credentials scram connects over plain TCP", good.returncode == 0
+              and err is None, f"{good.stderr} {err}")
+        revoked = subprocess.run([binary, "credentials", "revoke", "--file", str(creds), pair.get("key", "?")],
+                                 capture_output=True, text=True, timeout=60)
+        deadline, err = time.monotonic() + 15, None
+        while revoked.returncode == 0 and time.monotonic() < deadline:
+            err = connect_error(f"{base} sslmode=disable user={pair.get('key')} password={pair.get('secret')}")
+            if err is not None:
+                break
+            time.sleep(0.2)
+        check("a revoked key is refused", revoked.returncode == 0 and err is not None
+              and "password authentication failed" in err, f"{revoked.stderr} {err}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    # Start-up refusals (exit 1, saying why) and their overrides.
+    code, err = refused_start(binary, [*common, "--pg-bind", "0.0.0.0:0"])
+    check("--pg-bind 0.0.0.0 without TLS refuses to start (exit 1, saying why)",
+          code == 1 and "not a loopback address" in err and "--pg-allow-plaintext" in err, f"{code} {err[-500:]}")
+    for flag, args in [("--pg-allow-plaintext", ["--pg-allow-plaintext"]), ("TLS", tls_args)]:
+        proc, http, pg = start_service(binary, [*common, "--pg-bind", "0.0.0.0:0", *args], work / "public.log")
+        try:
+            port = pg.strip().rsplit(":", 1)[-1]
+            mode = "sslmode=disable" if flag != "TLS" else f"sslmode=verify-full sslrootcert={certs['ca.crt']}"
+            err = connect_error(f"host=localhost port={port} dbname=eco user={KEY} password={SECRET} {mode}") \
+                if pg.startswith("postgres listening on 0.0.0.0:") else f"did not start: {pg!r}"
+            check(f"--pg-bind 0.0.0.0 with {flag} starts and answers", err is None, str(err))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    env_public = {**os.environ, "ECO_PG_ALLOW_PLAINTEXT": "true"}
+    proc = subprocess.Popen([binary, "serve", *common, "--pg-bind", "0.0.0.0:0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True, env=env_public)
+    try:
+        proc.stdout.readline()
+        check("ECO_PG_ALLOW_PLAINTEXT=true does the same", proc.stdout.readline().startswith("postgres listening on 0.0.0.0:"))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    garbage = work / "garbage.pem"
+    garbage.write_text("not a certificate\n")
+    for name, args, reason in [
+        ("a certificate file that does not exist", ["--pg-tls-cert", str(work / "missing.crt"), "--pg-tls-key",
+                                                    str(certs["server.key"])], "cannot read the TLS certificate"),
+        ("a file without a certificate", ["--pg-tls-cert", str(garbage), "--pg-tls-key", str(certs["server.key"])],
+         "no certificate"),
+        ("a file without a key", ["--pg-tls-cert", str(certs["server.crt"]), "--pg-tls-key", str(garbage)],
+         "no usable private key"),
+        ("a key that is not the certificate's", ["--pg-tls-cert", str(certs["server.crt"]), "--pg-tls-key",
+                                                 str(certs["ca.key"])], "cannot be used together"),
+        ("--pg-tls-cert without --pg-tls-key", ["--pg-tls-cert", str(certs["server.crt"])], "give both or neither"),
+    ]:
+        code, err = refused_start(binary, [*common, "--pg-bind", "127.0.0.1:0", *args])
+        check(f"{name} refuses to start (exit 1, saying why)", code == 1 and reason in err, f"{code} {err[-500:]}")
+    code, err = refused_start(binary, ["--bind", "127.0.0.1:0", "--pg-bind", "0.0.0.0:0", *tls_args, "--data", str(data),
+                                       "--credentials", str(ROOT / "config" / "credentials.json"), "--queries",
+                                       str(ROOT / "queries")])
+    check("the demo pair with --pg-bind 0.0.0.0 refuses to start", code == 1 and "demo" in err and "--pg-bind" in err,
+          f"{code} {err[-500:]}")
 
 
 def jdbc_check(host: str, port: str, work: Path, con) -> None:
@@ -195,8 +553,9 @@ def main() -> int:
     import shutil
     shutil.copyfile(data, original)
     creds = work / "credentials.json"
-    creds.write_text(json.dumps({"credentials": [{"key": KEY, "name": "pg check",
-                                                  "secret_sha256": hashlib.sha256(SECRET.encode()).hexdigest()}]}))
+    # The pair the clients use has a SCRAM verifier computed here (PostgreSQL's format).
+    creds.write_text(json.dumps({"credentials": [credentials_entry(KEY, SECRET),
+                                                 credentials_entry(OLD_KEY, OLD_SECRET, verifier=False)]}))
     log = open(work / "server.log", "w")
     proc = subprocess.Popen([args.binary, "serve", "--bind", "127.0.0.1:0", "--pg-bind", "127.0.0.1:0",
                              "--data", str(data), "--credentials", str(creds), "--queries", str(ROOT / "queries"),
@@ -307,7 +666,10 @@ def main() -> int:
             psycopg.connect(bad).close()
             check("wrong password refused (28P01)", False, "connected")
         except psycopg.OperationalError as e:
-            check("wrong password refused (28P01)", "28P01" in str(e) or "password" in str(e).lower(), str(e))
+            check("wrong password refused (28P01)", "password authentication failed" in str(e), str(e))
+        err = connect_error(f"host={host} port={port} user={OLD_KEY} password={OLD_SECRET} dbname=eco sslmode=disable")
+        check("a key without a SCRAM verifier is refused over plain TCP", err is not None
+              and "password authentication failed" in err, str(err))
         for sql, code in [
             ("SELEC 1", "42601"),
             ("SELECT * FROM secrets", "42P01"),
@@ -416,6 +778,7 @@ def main() -> int:
             conn.rollback()
         half_open(host, int(port), http.strip().removeprefix("listening on "), proc.pid, env)
         cancel_check(args.binary, original, creds)
+        tls_checks(args.binary, original, work)
         # The queries are counted in the process's metrics, by result.
         import urllib.request
         metrics = urllib.request.urlopen(http.strip().removeprefix("listening on ") + "/metrics", timeout=30).read().decode()
