@@ -698,6 +698,10 @@ def main() -> int:
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)
         jdbc_check(host, port, work, con)
+        # Catalog browsing (psql's \d family, SQLAlchemy's inspector, pgjdbc's DatabaseMetaData),
+        # asyncpg and ADBC, compared with a real PostgreSQL server.
+        from catalog import catalog_checks
+        catalog_checks(check, {"host": host, "port": port, "user": KEY, "password": SECRET}, data, work)
         # COPY … TO STDOUT: psql's \copy in CSV, psycopg's copy in text and binary, and Polars'
         # read_database_uri through connectorx (which reads with COPY … TO STDOUT WITH BINARY).
         copy_sql = "SELECT id, marca, ano, co2_fossil_g_km FROM catalog WHERE ano >= 2019 ORDER BY id LIMIT 200"
