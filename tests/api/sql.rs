@@ -144,7 +144,8 @@ fn the_sandbox_refuses_all_but_one_read_only_query_and_names_no_path() {
         "SELECT * FROM generate_series(1, 3)",
         "SELECT * FROM '/etc/passwd'",
         "SELECT * FROM 'file:///etc/hosts'",
-        "SELECT * FROM information_schema.tables",
+        "SELECT * FROM information_schema.secrets",
+        "SELECT * FROM pg_catalog.pg_authid",
         "EXPLAIN SELECT * FROM catalog",
         "PREPARE p AS SELECT 1",
         "SELECT * FROM secrets",
@@ -159,6 +160,13 @@ fn the_sandbox_refuses_all_but_one_read_only_query_and_names_no_path() {
         }
     }
     assert!(assert_error(post(&app, "SELECT * FROM secrets"), 400, "VALIDATION_ERROR").contains("'secrets'"));
+    // The system catalog is read as PostgreSQL's: `catalog` a base table in schema public.
+    let (status, body) = post(
+        &app,
+        "SELECT table_type FROM information_schema.tables WHERE table_schema = 'public' AND table_name = 'catalog'",
+    );
+    assert_eq!(status, 200, "{body:?}");
+    assert_eq!(rows_of(&body), vec![json!({"table_type": "BASE TABLE"})], "{body:?}");
     // The body is strict; the content type required.
     let res = app
         .raw("POST", "/sql")
