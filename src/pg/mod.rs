@@ -140,7 +140,9 @@ fn fields(frame: &DataFrame, format: &Format) -> Vec<FieldInfo> {
         .columns()
         .iter()
         .enumerate()
-        .map(|(i, c)| FieldInfo::new(wire_name(c.name()).to_string(), None, None, pg_type(c.dtype()), format.format_for(i)))
+        .map(|(i, c)| {
+            FieldInfo::new(wire_name(c.name()).to_string(), None, None, pg_type(c.dtype()), format.format_for(i))
+        })
         .collect()
 }
 
@@ -369,11 +371,15 @@ impl Backend {
 
     /// Describes a statement with parameters without running it: its columns (a frame with no
     /// rows) and its parameters' types, declared or else inferred (and kept for its binds).
-    async fn describe_parameters(&self, stmt: &StoredStatement<String>, user: &str) -> PgWireResult<(DataFrame, Vec<Type>)> {
+    async fn describe_parameters(
+        &self,
+        stmt: &StoredStatement<String>,
+        user: &str,
+    ) -> PgWireResult<(DataFrame, Vec<Type>)> {
         let frame = self.run_unlogged(&stmt.statement, user, true).await?;
         let (mut inferred, mut outputs) = (Vec::new(), Vec::new());
         for c in frame.columns() {
-            match c.name().strip_prefix(crate::engine::sql::worker::PARAMETER) {
+            match c.name().strip_prefix(crate::engine::sql::engine::PARAMETER) {
                 Some(_) => inferred.push(pg_type(c.dtype())),
                 None => outputs.push(c.clone()),
             }
@@ -382,8 +388,9 @@ impl Backend {
         let types: Vec<Type> = (0..count)
             .map(|i| match stmt.parameter_types.get(i).cloned().flatten() {
                 Some(t) if t != Type::UNKNOWN => t,
-                _ => cast_type(&stmt.statement, i + 1)
-                    .unwrap_or_else(|| inferred.get(i).cloned().unwrap_or(Type::TEXT)),
+                _ => {
+                    cast_type(&stmt.statement, i + 1).unwrap_or_else(|| inferred.get(i).cloned().unwrap_or(Type::TEXT))
+                }
             })
             .collect();
         self.inferred.lock().unwrap_or_else(|e| e.into_inner()).insert(stmt.statement.clone(), types.clone());
@@ -393,7 +400,8 @@ impl Backend {
 
     /// A portal's statement with its parameters' values in place.
     fn bound(&self, portal: &Portal<String>) -> PgWireResult<String> {
-        let inferred = self.inferred.lock().unwrap_or_else(|e| e.into_inner()).get(&portal.statement.statement).cloned();
+        let inferred =
+            self.inferred.lock().unwrap_or_else(|e| e.into_inner()).get(&portal.statement.statement).cloned();
         bound(portal, inferred.as_deref().unwrap_or_default())
     }
 

@@ -469,8 +469,14 @@ mod split_tests {
     #[test]
     fn statements_split_outside_quotes_and_comments() {
         assert_eq!(split_statements("select 1; select 2"), vec!["select 1", "select 2"]);
-        assert_eq!(split_statements("select ';' ; select \"a;b\" from t;"), vec!["select ';'", "select \"a;b\" from t"]);
-        assert_eq!(split_statements("select 1 -- a; b\n; /* c; */ select $$x;y$$"), vec!["select 1 -- a; b", "/* c; */ select $$x;y$$"]);
+        assert_eq!(
+            split_statements("select ';' ; select \"a;b\" from t;"),
+            vec!["select ';'", "select \"a;b\" from t"]
+        );
+        assert_eq!(
+            split_statements("select 1 -- a; b\n; /* c; */ select $$x;y$$"),
+            vec!["select 1 -- a; b", "/* c; */ select $$x;y$$"]
+        );
         assert!(split_statements("  ; -- nothing\n").is_empty());
         assert!(split_statements("").is_empty());
         assert_eq!(split_statements("select 'it''s; fine'"), vec!["select 'it''s; fine'"]);

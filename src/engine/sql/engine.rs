@@ -42,6 +42,9 @@ pub struct Layout {
     pub shared: Vec<String>,
 }
 
+/// The prefix of a described statement's parameter columns (`PARAMETER` + its number).
+pub const PARAMETER: &str = "\u{1e}$";
+
 /// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
 const SLICE_ROWS: usize = 64 * 1024;
 
@@ -276,7 +279,7 @@ impl Engine {
 
     /// Plans `sql` (with `$n` parameters) without running it: an Arrow IPC stream with no rows
     /// whose schema is the answer's columns (as [`for_clients`] types them), then one column per
-    /// parameter, named `worker::PARAMETER` + its number, of the type DataFusion infers for it
+    /// parameter, named [`PARAMETER`] + its number, of the type DataFusion infers for it
     /// from where it is used (text where nothing tells).
     pub fn describe(&mut self, dir: &Path, tables: &[String], sql: &str) -> Result<Vec<u8>, Failure> {
         let ctx = self.loaded(dir, tables)?;
@@ -300,7 +303,7 @@ impl Engine {
             .collect();
         numbered.sort_by_key(|(n, _)| *n);
         for (n, t) in numbered {
-            fields.push(Field::new(format!("{}{n}", super::worker::PARAMETER), t, true));
+            fields.push(Field::new(format!("{}{n}", PARAMETER), t, true));
         }
         let schema = Schema::new(fields);
         let mut out = Vec::new();

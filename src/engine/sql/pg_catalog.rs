@@ -478,10 +478,10 @@ fn rows_of(qualified: &str, listed: &[Listed]) -> Vec<Row> {
         ],
         "pg_catalog.pg_collation" => vec![
             row! {"oid" => 100, "collname" => "default", "collnamespace" => PG_CATALOG, "collowner" => OWNER_OID,
-                  "collprovider" => "d", "collisdeterministic" => true, "collencoding" => -1},
+            "collprovider" => "d", "collisdeterministic" => true, "collencoding" => -1},
             row! {"oid" => 950, "collname" => "C", "collnamespace" => PG_CATALOG, "collowner" => OWNER_OID,
-                  "collprovider" => "c", "collisdeterministic" => true, "collencoding" => -1,
-                  "collcollate" => "C", "collctype" => "C"},
+            "collprovider" => "c", "collisdeterministic" => true, "collencoding" => -1,
+            "collcollate" => "C", "collctype" => "C"},
         ],
         "pg_catalog.pg_views" => listed
             .iter()
@@ -762,13 +762,34 @@ fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<CatalogFuncti
     };
     let list_text = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
     vec![
-        f("pg_get_userbyid", &[1], DataType::Utf8, Arc::new(|a| {
-            text(a.first().and_then(int_of).map(|o| if o == OWNER_OID { OWNER.into() } else { format!("unknown (OID={o})") }))
-        })),
+        f(
+            "pg_get_userbyid",
+            &[1],
+            DataType::Utf8,
+            Arc::new(|a| {
+                text(a.first().and_then(int_of).map(|o| {
+                    if o == OWNER_OID {
+                        OWNER.into()
+                    } else {
+                        format!("unknown (OID={o})")
+                    }
+                }))
+            }),
+        ),
         f("format_type", &[2], DataType::Utf8, Arc::new(|a| text(a.first().and_then(int_of).and_then(format_type)))),
         f("pg_table_is_visible", &[1], DataType::Boolean, Arc::new(visible)),
-        f("pg_type_is_visible", &[1], DataType::Boolean, Arc::new(|a| ScalarValue::Boolean(a.first().and_then(int_of).map(|_| true)))),
-        f("pg_function_is_visible", &[1], DataType::Boolean, Arc::new(|a| ScalarValue::Boolean(a.first().and_then(int_of).map(|_| true)))),
+        f(
+            "pg_type_is_visible",
+            &[1],
+            DataType::Boolean,
+            Arc::new(|a| ScalarValue::Boolean(a.first().and_then(int_of).map(|_| true))),
+        ),
+        f(
+            "pg_function_is_visible",
+            &[1],
+            DataType::Boolean,
+            Arc::new(|a| ScalarValue::Boolean(a.first().and_then(int_of).map(|_| true))),
+        ),
         f("has_table_privilege", &[2, 3], DataType::Boolean, Arc::clone(&privilege)),
         f("has_schema_privilege", &[2, 3], DataType::Boolean, Arc::clone(&privilege)),
         f("has_database_privilege", &[2, 3], DataType::Boolean, Arc::clone(&privilege)),
@@ -792,9 +813,14 @@ fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<CatalogFuncti
         f("pg_get_serial_sequence", &[2], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_get_statisticsobjdef_columns", &[1], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_tablespace_location", &[1], DataType::Utf8, Arc::new(|_| text(Some(String::new())))),
-        f("pg_encoding_to_char", &[1], DataType::Utf8, Arc::new(|a| {
-            text(a.first().and_then(int_of).map(|e| if e == 6 { "UTF8".into() } else { "SQL_ASCII".into() }))
-        })),
+        f(
+            "pg_encoding_to_char",
+            &[1],
+            DataType::Utf8,
+            Arc::new(|a| {
+                text(a.first().and_then(int_of).map(|e| if e == 6 { "UTF8".into() } else { "SQL_ASCII".into() }))
+            }),
+        ),
         f("pg_is_in_recovery", &[0], DataType::Boolean, Arc::new(|_| ScalarValue::Boolean(Some(false)))),
         f("pg_backend_pid", &[0], DataType::Int32, Arc::new(|_| ScalarValue::Int32(Some(std::process::id() as i32)))),
         f("pg_my_temp_schema", &[0], DataType::Int64, Arc::new(|_| ScalarValue::Int64(Some(0)))),
@@ -803,27 +829,51 @@ fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<CatalogFuncti
         f("pg_total_relation_size", &[1], DataType::Int64, Arc::new(|_| ScalarValue::Int64(Some(0)))),
         f("pg_table_size", &[1], DataType::Int64, Arc::new(|_| ScalarValue::Int64(Some(0)))),
         f("pg_indexes_size", &[1], DataType::Int64, Arc::new(|_| ScalarValue::Int64(Some(0)))),
-        f("quote_ident", &[1], DataType::Utf8, Arc::new(|a| text(a.first().and_then(text_of).map(|s| quote_ident(&s))))),
-        f("current_setting", &[1, 2], DataType::Utf8, Arc::new(|a| {
-            let name = a.first().and_then(text_of).unwrap_or_default();
-            text(SETTINGS.iter().find(|(n, _)| n.eq_ignore_ascii_case(&name)).map(|(_, v)| v.to_string()))
-        })),
-        f("current_schemas", &[1], list_text, Arc::new(|a| {
-            let implicit = matches!(a.first(), Some(ScalarValue::Boolean(Some(true))));
-            let names: Vec<ScalarValue> = if implicit { vec!["pg_catalog", "public"] } else { vec!["public"] }
-                .into_iter()
-                .map(|s| ScalarValue::Utf8(Some(s.into())))
-                .collect();
-            ScalarValue::List(ScalarValue::new_list_nullable(&names, &DataType::Utf8))
-        })),
+        f(
+            "quote_ident",
+            &[1],
+            DataType::Utf8,
+            Arc::new(|a| text(a.first().and_then(text_of).map(|s| quote_ident(&s)))),
+        ),
+        f(
+            "current_setting",
+            &[1, 2],
+            DataType::Utf8,
+            Arc::new(|a| {
+                let name = a.first().and_then(text_of).unwrap_or_default();
+                text(SETTINGS.iter().find(|(n, _)| n.eq_ignore_ascii_case(&name)).map(|(_, v)| v.to_string()))
+            }),
+        ),
+        f(
+            "current_schemas",
+            &[1],
+            list_text,
+            Arc::new(|a| {
+                let implicit = matches!(a.first(), Some(ScalarValue::Boolean(Some(true))));
+                let names: Vec<ScalarValue> = if implicit { vec!["pg_catalog", "public"] } else { vec!["public"] }
+                    .into_iter()
+                    .map(|s| ScalarValue::Utf8(Some(s.into())))
+                    .collect();
+                ScalarValue::List(ScalarValue::new_list_nullable(&names, &DataType::Utf8))
+            }),
+        ),
         f("to_regclass", &[1], DataType::Int64, Arc::new(regclass)),
-        f("to_regtype", &[1], DataType::Int64, Arc::new(|a| {
-            let name = a.first().and_then(text_of).unwrap_or_default().trim().to_lowercase();
-            let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_string();
-            ScalarValue::Int64(
-                SYSTEM.types.iter().find(|t| t.name == name || format_type(t.oid).as_deref() == Some(&name)).map(|t| t.oid),
-            )
-        })),
+        f(
+            "to_regtype",
+            &[1],
+            DataType::Int64,
+            Arc::new(|a| {
+                let name = a.first().and_then(text_of).unwrap_or_default().trim().to_lowercase();
+                let name = name.strip_prefix("pg_catalog.").unwrap_or(&name).to_string();
+                ScalarValue::Int64(
+                    SYSTEM
+                        .types
+                        .iter()
+                        .find(|t| t.name == name || format_type(t.oid).as_deref() == Some(&name))
+                        .map(|t| t.oid),
+                )
+            }),
+        ),
         f("pg_relation_is_publishable", &[1], DataType::Boolean, Arc::new(|_| ScalarValue::Boolean(Some(false)))),
         f("eco_relation_name", &[1], DataType::Utf8, Arc::new(relation_name)),
         f("eco_type_name", &[1], DataType::Utf8, Arc::new(|a| text(a.first().and_then(int_of).and_then(format_type)))),
@@ -922,7 +972,8 @@ fn is_text_literal(e: &Expr) -> bool {
 /// Whether `left <> right` compares a column's collation with its type's.
 fn collations(left: &Expr, right: &Expr) -> bool {
     let (l, r) = (left.to_string().to_lowercase(), right.to_string().to_lowercase());
-    (l.ends_with("attcollation") && r.ends_with("typcollation")) || (l.ends_with("typcollation") && r.ends_with("attcollation"))
+    (l.ends_with("attcollation") && r.ends_with("typcollation"))
+        || (l.ends_with("typcollation") && r.ends_with("attcollation"))
 }
 
 /// Rewrites the syntax of catalog queries (see the module's documentation); `user` is what
@@ -963,9 +1014,9 @@ impl VisitorMut for CatalogSyntax<'_> {
             Expr::BinaryOp { left, op, right } if is_regproc_column(left) || is_regproc_column(right) => {
                 let as_text = |e: &Expr| match e {
                     Expr::Value(v) => match &v.value {
-                        Value::Number(n, _) => {
-                            Some(Expr::Value(Value::SingleQuotedString(if n == "0" { "-".into() } else { n.clone() }).into()))
-                        }
+                        Value::Number(n, _) => Some(Expr::Value(
+                            Value::SingleQuotedString(if n == "0" { "-".into() } else { n.clone() }).into(),
+                        )),
                         _ => None,
                     },
                     _ => None,
@@ -983,7 +1034,9 @@ impl VisitorMut for CatalogSyntax<'_> {
                         let items = t[1..t.len() - 1]
                             .split(',')
                             .filter(|i| !i.is_empty())
-                            .map(|i| Expr::Value(Value::SingleQuotedString(i.trim().trim_matches('"').to_string()).into()))
+                            .map(|i| {
+                                Expr::Value(Value::SingleQuotedString(i.trim().trim_matches('"').to_string()).into())
+                            })
                             .collect();
                         Some(Expr::InList { expr: left.clone(), list: items, negated: false })
                     }
@@ -993,9 +1046,9 @@ impl VisitorMut for CatalogSyntax<'_> {
             },
             Expr::Cast { expr: inner, data_type, .. } => match type_name(data_type).as_deref() {
                 Some("regclass") if is_text_literal(inner) => Some(call("to_regclass", vec![(**inner).clone()])),
-                Some("regclass" | "regtype" | "regproc" | "regprocedure" | "regnamespace" | "regrole" | "oid" | "xid") => {
-                    Some(cast((**inner).clone(), SqlType::BigInt(None)))
-                }
+                Some(
+                    "regclass" | "regtype" | "regproc" | "regprocedure" | "regnamespace" | "regrole" | "oid" | "xid",
+                ) => Some(cast((**inner).clone(), SqlType::BigInt(None))),
                 Some("name" | "char" | "bpchar") => Some(cast((**inner).clone(), SqlType::Text)),
                 Some("text") => match inner.as_ref() {
                     // `x::regclass::text` and `x::regtype::text`: the relation's or type's name.
@@ -1093,7 +1146,6 @@ impl Visitor for Relations {
         match factor {
             TableFactor::Table { name, args: None, .. } => self.0.push(name.to_string().to_lowercase()),
             // A table function is no relation: a query over one and an empty relation is empty.
-            TableFactor::Table { .. } | TableFactor::Function { .. } => {}
             _ => {}
         }
         ControlFlow::Continue(())
@@ -1132,8 +1184,23 @@ impl VisitorMut for EmptySubqueries {
 
 /// Aggregate functions: a SELECT that calls one without GROUP BY answers a row even over none.
 const AGGREGATES: &[&str] = &[
-    "count", "sum", "min", "max", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "every", "json_agg",
-    "jsonb_agg", "json_object_agg", "first_value", "last_value", "stddev", "variance",
+    "count",
+    "sum",
+    "min",
+    "max",
+    "avg",
+    "array_agg",
+    "string_agg",
+    "bool_and",
+    "bool_or",
+    "every",
+    "json_agg",
+    "jsonb_agg",
+    "json_object_agg",
+    "first_value",
+    "last_value",
+    "stddev",
+    "variance",
 ];
 
 /// Whether expressions call an aggregate (outside their subqueries).
@@ -1201,7 +1268,8 @@ fn from_item_is_empty(item: &TableWithJoins, blank_ctes: &HashSet<String>) -> bo
                 empty |= empty_factor(&join.relation);
             }
             JoinOperator::Left(_) | JoinOperator::LeftOuter(_) | JoinOperator::Semi(_) | JoinOperator::LeftSemi(_) => {
-                empty |= empty_factor(&join.relation) && matches!(join.join_operator, JoinOperator::Semi(_) | JoinOperator::LeftSemi(_));
+                empty |= empty_factor(&join.relation)
+                    && matches!(join.join_operator, JoinOperator::Semi(_) | JoinOperator::LeftSemi(_));
             }
             _ => return false,
         }
@@ -1217,7 +1285,8 @@ fn blank_select(select: &mut Select, blank_ctes: &HashSet<String>) -> bool {
     let grouped = match &select.group_by {
         GroupByExpr::Expressions(e, modifiers) if e.is_empty() && modifiers.is_empty() => false,
         GroupByExpr::Expressions(e, modifiers)
-            if modifiers.is_empty() && !e.iter().any(|e| matches!(e, Expr::Rollup(_) | Expr::Cube(_) | Expr::GroupingSets(_))) =>
+            if modifiers.is_empty()
+                && !e.iter().any(|e| matches!(e, Expr::Rollup(_) | Expr::Cube(_) | Expr::GroupingSets(_))) =>
         {
             true
         }
@@ -1243,7 +1312,10 @@ fn blank_select(select: &mut Select, blank_ctes: &HashSet<String>) -> bool {
         };
         // A name repeated in one SELECT is told apart as a positional answer's (see names::MARK).
         let name = if taken.insert(name.clone()) { name } else { format!("{name}{}{i}", super::names::MARK) };
-        items.push(SelectItem::ExprWithAlias { expr: Expr::Value(Value::Null.into()), alias: Ident::with_quote('"', name) });
+        items.push(SelectItem::ExprWithAlias {
+            expr: Expr::Value(Value::Null.into()),
+            alias: Ident::with_quote('"', name),
+        });
     }
     select.group_by = GroupByExpr::Expressions(vec![], vec![]);
     select.having = None;
@@ -1350,20 +1422,14 @@ pub fn rewrite(statement: &mut Statement, user: &str) {
     let _ = VisitMut::visit(statement, &mut CatalogSyntax { user });
 }
 
-/// Whether a query reads only the system catalog (it runs without the data's tables).
-pub fn only_catalog(query: &Query) -> bool {
-    let mut relations = Relations(Vec::new());
-    let _ = Visit::visit(query, &mut relations);
-    relations.0.iter().all(|r| is_system(r))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_export_lists_the_relations_and_types_clients_read() {
-        for r in ["pg_catalog.pg_class", "pg_catalog.pg_attribute", "information_schema.columns", "pg_catalog.pg_index"] {
+        for r in ["pg_catalog.pg_class", "pg_catalog.pg_attribute", "information_schema.columns", "pg_catalog.pg_index"]
+        {
             assert!(is_system(r), "{r}");
         }
         assert!(!is_system("public.catalog"));

@@ -64,9 +64,6 @@ pub enum Outcome {
 }
 
 /// The table names a query may read: `catalog` and every table the views create.
-/// The prefix of a described statement's parameter columns (`PARAMETER` + its number).
-pub const PARAMETER: &str = "\u{1e}$";
-
 pub fn offered_tables(views: &Views) -> Vec<String> {
     let mut names = vec!["catalog".to_string()];
     for (_, stmt) in &views.statements {
@@ -412,7 +409,7 @@ impl Runner {
     }
 
     /// Describes a statement with `$n` parameters: an answer with no rows whose columns are the
-    /// statement's, then one column per parameter named [`PARAMETER`]`n`, of its inferred type
+    /// statement's, then one column per parameter named [`super::engine::PARAMETER`]`n`, of its inferred type
     /// (see [`Engine::describe`]).
     pub fn describe(&self, snapshot: &Arc<Snapshot>, sql: &str, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
         self.ask(snapshot, sql, cancel, true)
