@@ -1143,10 +1143,9 @@ impl Visitor for Relations {
     type Break = ();
 
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
-        match factor {
-            TableFactor::Table { name, args: None, .. } => self.0.push(name.to_string().to_lowercase()),
-            // A table function is no relation: a query over one and an empty relation is empty.
-            _ => {}
+        // A table function is no relation: a query over one and an empty relation is empty.
+        if let TableFactor::Table { name, args: None, .. } = factor {
+            self.0.push(name.to_string().to_lowercase());
         }
         ControlFlow::Continue(())
     }
