@@ -60,8 +60,11 @@ def fold(text):
 class Server:
     """A server process that prints `listening on http://HOST:PORT` when ready."""
 
-    def __init__(self, argv, cwd=REPO, timeout=300):
+    def __init__(self, argv, cwd=REPO, timeout=300, cores=None):
         self.stderr = tempfile.TemporaryFile("w+")
+        if cores is not None:
+            # taskset execs the service: the pid is the service's own.
+            argv = ["taskset", "-c", cpu_list(cores)] + list(argv)
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         first = []
@@ -93,6 +96,29 @@ class Server:
         except OSError:
             pass
         return 0
+
+    def cpu_seconds(self):
+        """User plus system CPU time the process has used so far (all its threads)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def load_phases(self):
+        """The phases of the first load as the service logged them (`dataset built`, JSON logs),
+        in ms; empty when the log holds no such line."""
+        self.stderr.seek(0)
+        for line in self.stderr:
+            if '"dataset built"' not in line:
+                continue
+            try:
+                fields = json.loads(line).get("fields", {})
+            except ValueError:
+                continue
+            return {k[:-3]: v for k, v in fields.items() if k.endswith("_ms")}
+        return {}
 
     def rss_bytes(self):
         return self.status_bytes("VmRSS")
@@ -188,8 +214,14 @@ def p50_sequential(server, paths, count):
     return statistics.median(times)
 
 
-def wrk(url, paths, seconds, connections=32, threads=2):
-    """Requests per second and failures of wrk rotating over `paths` (keep-alive)."""
+def cpu_list(cores):
+    """taskset's list of CPU numbers."""
+    return ",".join(str(c) for c in cores)
+
+
+def wrk(url, paths, seconds, connections=32, threads=2, cores=None):
+    """Requests per second and failures of wrk rotating over `paths` (keep-alive), on `cores` when
+    given."""
     lua = "\n".join(
         [
             'wrk.headers["X-API-Key"] = "demo-key"',
@@ -207,8 +239,9 @@ def wrk(url, paths, seconds, connections=32, threads=2):
         script = f.name
     try:
         out = subprocess.run(
-            ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency", "-s", script,
-             url],
+            (["taskset", "-c", cpu_list(cores)] if cores else [])
+            + ["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency", "-s",
+               script, url],
             capture_output=True,
             text=True,
             timeout=seconds + 60,
@@ -412,7 +445,11 @@ def bench_size(args, rows, results):
         # (DuckDB, service, DuckDB, ...) so that drift in the machine's speed hits both alike.
         argv = [binary, "serve", "--bind", "127.0.0.1:0", "--data", served, "--log", "warn",
                 "--reload-interval-ms", "100"]
-        loads, starts = [], []
+        # The probes log the load's phases (one JSON line); CPU time over wall time is read at
+        # the first answer: how much of the machine the load used.
+        probe_argv = argv[:argv.index("--log")] + ["--log", "info", "--log-format", "json"]
+        probe_argv += argv[argv.index("--log") + 2:]
+        loads, starts, busy, phases = [], [], [], []
         for attempt in range(3):
             t = time.perf_counter()
             con = duckdb.connect()
@@ -420,12 +457,20 @@ def bench_size(args, rows, results):
             loads.append(time.perf_counter() - t)
             if attempt < 2:
                 con.close()
-                probe = Server(argv)
+                probe = Server(probe_argv)
                 try:
-                    starts.append(wait_ready(probe))
+                    wall = wait_ready(probe)
+                    cpu = probe.cpu_seconds()
+                    starts.append(wall)
+                    if cpu is not None:
+                        busy.append(cpu / wall)
+                    phases.append(probe.load_phases())
                 finally:
                     probe.stop()
         row["duckdb_load_s"] = statistics.median(loads)
+        row["cold_cpu_per_wall"] = statistics.median(busy) if busy else None
+        row["cold_phases_ms"] = {k: statistics.median(p[k] for p in phases if k in p)
+                                 for k in phases[0]} if phases and phases[0] else {}
         brands = sorted({fold(b.split()[0]) for (b,) in con.execute("SELECT DISTINCT marca FROM c").fetchall()})
         years = [2015 + i for i in range(8)]
         combos = [(b, y) for y in years for b in brands][:64]
@@ -710,6 +755,20 @@ def ratios(row):
 
     c, d = row["cold_start_s"], row["duckdb_load_s"]
     add("cold start (s) vs DuckDB load", round(c, 2), round(d, 2), round(c / d, 2), "<= 3x", c / d <= 3, at=1_000_000)
+    add("cold start (s) vs DuckDB load, the 10M stretch", round(c, 2), round(d, 2), round(c / d, 2), "<= 1x",
+        c <= d, at=10_000_000)
+    busy = row.get("cold_cpu_per_wall")
+    cores = len(os.sched_getaffinity(0))
+    if busy is not None:
+        goal = 0.9 * cores
+        add(f"cold start CPU time / wall time (of {cores} cores)", round(busy, 2), cores, None,
+            f">= {goal:.1f} at 1M, 10M", busy >= goal if n in (1_000_000, 10_000_000) else None)
+    phases = row.get("cold_phases_ms") or {}
+    total = phases.get("total") or 0
+    for name in ("read", "check", "views", "snapshot"):
+        if name in phases and total:
+            add(f"cold start phase: {name} (ms), share of the load", round(phases[name]), round(total),
+                round(phases[name] / total, 2), "", None)
     a = row["arrow_bytes"]
     add("RSS after load (MB) vs Arrow size", round(row["rss_bytes"] / mb), round(a / mb),
         round(row["rss_bytes"] / a, 2), "<= 2x", row["rss_bytes"] <= 2 * a, at=1_000_000)
@@ -768,6 +827,18 @@ def ratios(row):
                 p99 is not None and p99 <= 100, at=1_000_000)
             add(f"{name} first ask p50 / max (ms), 1 client", round(op["first_p50_s"] * 1000, 1),
                 round(op["first_max_s"] * 1000, 1), None, "", None)
+        summary = row["ops"].get("summary")
+        for name, op in row["ops"].items():
+            if not name.startswith("rankings/by-") or summary is None:
+                continue
+            # The grouped rankings are kept as bytes per question: a repeated question costs what
+            # a fixed answer costs, so they keep up with the summary.
+            v, ref = op["rps"], summary["rps"]
+            add(f"{name} req/s vs summary's, 32 clients, rotating filters", round(v), round(ref),
+                round(v / ref, 2), ">= 1x", v >= ref, at=1_000_000, failed=op["failed"])
+            p99 = op["p99_s"] * 1000 if op["p99_s"] is not None else None
+            add(f"{name} p99 (ms), same load", None if p99 is None else round(p99, 1), 20, None, "<= 20 ms",
+                p99 is not None and p99 <= 20, at=1_000_000)
         for name in ("summary", "by_brand"):
             svc, duck = row[f"{name}_p50_s"] * 1000, row[f"duckdb_{name}_p50_s"] * 1000
             add(f"{name} p50 unloaded (ms), brand + years, vs DuckDB", round(svc, 2), round(duck, 2),
@@ -804,6 +875,73 @@ def ratios(row):
     return out
 
 
+def growth(results):
+    """The cold start at 10M rows against 1M (when both ran): the load grows no faster than the
+    rows (10x the rows within 11x the time)."""
+    by_rows = {r["rows"]: r for r in results if "cold_start_s" in r}
+    if 1_000_000 not in by_rows or 10_000_000 not in by_rows:
+        return []
+    small, large = by_rows[1_000_000]["cold_start_s"], by_rows[10_000_000]["cold_start_s"]
+    return [{"rows": 10_000_000, "metric": "cold start at 10M rows (s) vs at 1M rows", "value": round(large, 2),
+             "reference": round(small, 2), "ratio": round(large / small, 2), "target": "<= 11x",
+             "met": large <= 11 * small, "failed": None}]
+
+
+# --------------------------------------------------------------------------- scaling with cores
+
+
+SCALING_ROWS = 1_000_000
+
+
+def scaling(args, counts):
+    """BENCH_CORES=2,4,8: the service pinned to the first N cores (taskset), the load generator on
+    the others (on the same cores when none is left), on the 1M catalog: cold start, and req/s and
+    p99 of the summary, a grouped ranking and the custom ranking under rotating filters."""
+    available = sorted(os.sched_getaffinity(0))
+    path = catalog(args.binary, SCALING_ROWS, SEED)
+    con = duckdb.connect()
+    brands = sorted({fold(b.split()[0]) for (b,) in con.execute(
+        "SELECT DISTINCT marca FROM read_parquet(?)", [path]).fetchall()})
+    categories = sorted({fold(c) for (c,) in con.execute(
+        "SELECT DISTINCT categoria FROM read_parquet(?)", [path]).fetchall()})
+    con.close()
+    queries = rotating_filters(brands, categories)
+    out = []
+    for n in counts:
+        if n < 1 or n > len(available):
+            log(f"BENCH_CORES: {n} cores asked, {len(available)} available; skipped")
+            continue
+        service, rest = available[:n], available[n:]
+        load_cores = rest or service
+        argv = [args.binary, "serve", "--bind", "127.0.0.1:0", "--data", path, "--log", "warn"]
+        starts = []
+        for _ in range(2):
+            probe = Server(argv, cores=service)
+            try:
+                starts.append(wait_ready(probe))
+            finally:
+                probe.stop()
+        server = Server(argv, cores=service)
+        try:
+            starts.append(wait_ready(server))
+            cold = statistics.median(starts)
+            out.append({"rows": SCALING_ROWS, "metric": f"cores={n}: cold start (s)", "value": round(cold, 2),
+                        "reference": None, "ratio": None, "target": "", "met": None, "failed": None})
+            for name, op in (("summary", "/insights/summary"), ("rankings/by-brand", "/rankings/by-brand"),
+                             ("rankings/custom", "/rankings/custom?metric=co2&top=10")):
+                paths = [with_query(op, q) for q in queries]
+                first_asks(server, paths)
+                load = wrk(server.url, paths, args.seconds, cores=load_cores)
+                p99 = None if load["p99_s"] is None else round(load["p99_s"] * 1000, 1)
+                out.append({"rows": SCALING_ROWS, "metric": f"cores={n}: {name} req/s (p99 ms as reference)",
+                            "value": round(load["rps"]), "reference": p99, "ratio": None,
+                            "target": "shared load cores" if not rest else "", "met": None,
+                            "failed": load["failed"]})
+        finally:
+            server.stop()
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", required=True, help="the eco-insights release binary")
@@ -825,6 +963,13 @@ def main():
             errors.append({"rows": rows, "error": f"{type(e).__name__}: {e}"})
 
     lines = [line for row in results for line in ratios(row)]
+    lines += growth(results)
+    if os.environ.get("BENCH_CORES"):
+        try:
+            lines += scaling(args, [int(c) for c in os.environ["BENCH_CORES"].split(",") if c.strip()])
+        except Exception as e:
+            log(traceback.format_exc())
+            errors.append({"rows": 0, "error": f"BENCH_CORES: {type(e).__name__}: {e}"})
     header = (f"{'rows':>8}  {'metric':<62} {'value':>10} {'reference':>10} {'ratio':>7}  {'target':<18} "
               f"{'met':<4} failed")
     print(header)

@@ -503,7 +503,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
             })
         }
     };
-    tracing::debug!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
+    tracing::info!(read_ms, check_ms, views_ms, snapshot_ms = ms(step), total_ms = ms(started), file = %shown, "dataset built");
     Ok(snapshot)
 }
 

@@ -310,10 +310,30 @@ fn rows_by_value(order: Order) -> Expr {
 /// ordered by the group mean in `order` then by key ascending.
 /// Kept per table, by the question (see `answers`).
 pub fn grouped(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> PolarsResult<Arc<Vec<Group>>> {
-    let key =
-        format!("rankings/grouped|{by:?}|{}|{:?}|{:?}|{}", query.filters.key(), query.metric, query.order, query.top);
     let weigh = |groups: &Vec<Group>| groups.iter().map(|g| (g.top.len() + 2) * 512 + g.key.len()).sum::<usize>() + 64;
-    snapshot.answers.get_or_compute(&key, weigh, || grouped_of(snapshot, query, by))
+    snapshot.answers.get_or_compute(&grouped_key(query, by), weigh, || grouped_of(snapshot, query, by))
+}
+
+/// The grouped rankings written once per question by `write` (the answer's JSON, say), and kept
+/// per table beside the groups: a repeated question costs a lookup, as a fixed ranking does.
+pub fn grouped_written(
+    snapshot: &Table,
+    query: &RankingQuery,
+    by: GroupBy,
+    write: impl FnOnce(&[Group]) -> PolarsResult<Arc<str>>,
+) -> PolarsResult<Arc<str>> {
+    let key = format!("written|{}", grouped_key(query, by));
+    let kept = snapshot.answers.get_or_compute(
+        &key,
+        |text: &Arc<str>| text.len(),
+        || write(&grouped(snapshot, query, by)?),
+    )?;
+    Ok(Arc::clone(&kept))
+}
+
+/// The normalised question of a grouped ranking.
+fn grouped_key(query: &RankingQuery, by: GroupBy) -> String {
+    format!("rankings/grouped|{by:?}|{}|{:?}|{:?}|{}", query.filters.key(), query.metric, query.order, query.top)
 }
 
 /// One walk of the metric's precomputed order (in the requested direction, id ascending on
@@ -626,5 +646,29 @@ mod tests {
         assert_eq!(f.longest_electric_range.entries.len(), electric);
         assert_eq!(f.best_eco_score.entries.len(), OVERVIEW_TOP);
         assert!(Arc::ptr_eq(&f, &fixed(&s).unwrap()), "computed once per table");
+    }
+
+    /// A grouped ranking is written once per question and kept: the same question again is the
+    /// kept bytes (no walk, no writing), another question is written anew.
+    #[test]
+    fn grouped_answers_are_written_once_per_question() {
+        let s = snapshot(400, 8);
+        let q = RankingQuery::new(Filters::default(), Some(Metric::Co2), None, 3);
+        let writes = std::sync::atomic::AtomicUsize::new(0);
+        let write = |groups: &[Group]| {
+            writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Arc::from(groups.iter().map(|g| g.key.as_str()).collect::<Vec<_>>().join(",")))
+        };
+        let first = grouped_written(&s, &q, GroupBy::Marca, write).unwrap();
+        let again = grouped_written(&s, &q, GroupBy::Marca, write).unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the same question is the kept bytes");
+        assert_eq!(writes.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let brands: std::collections::BTreeSet<String> =
+            s.vehicles().into_iter().filter(|v| v.co2_referencia_g_km.is_some()).map(|v| v.marca).collect();
+        let written: std::collections::BTreeSet<String> = first.split(',').map(str::to_string).collect();
+        assert_eq!(written, brands, "one group per brand with a CO2 value");
+        let other = grouped_written(&s, &q, GroupBy::Categoria, write).unwrap();
+        assert_eq!(writes.load(std::sync::atomic::Ordering::Relaxed), 2);
+        assert_ne!(first, other);
     }
 }

@@ -1,14 +1,17 @@
 //! `GET /rankings/*`: the custom ranking, the rankings grouped by category, fuel, brand and year,
 //! and the fixed rankings (computed once per dataset, so those handlers are lookups).
 
+use std::sync::Arc;
+
 use axum::extract::RawQuery;
 use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
+use polars::prelude::polars_err;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::engine::rankings::{self, GroupBy, RankingQuery, DEFAULT_GROUP_TOP, DEFAULT_TOP, MAX_TOP};
-use crate::http::contract::envelope::{Ctx, Envelope, Items, RawReply, Reply};
+use crate::http::contract::envelope::{Ctx, Envelope, Items, RawReply};
 use crate::http::contract::error::ApiError;
 use crate::http::contract::params::{QueryParams, FILTERS};
 use crate::http::contract::query::{FieldsQuery, FilterQuery};
@@ -117,12 +120,21 @@ pub async fn custom(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): Raw
     Ok(formats::list_reply(&ctx, &uri, format, data, Some(applied), None, total))
 }
 
-/// Shared body of the four grouped rankings.
-async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<Reply<RankingGroups>, ApiError> {
+/// Shared body of the four grouped rankings: `data.data` is written once per question and
+/// dataset version, then kept as bytes (only the meta is written per request).
+async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<RawReply, ApiError> {
     let q = ranking_query(query.as_deref(), DEFAULT_GROUP_TOP)?;
     let applied = ranking_applied(&q, Some(by));
-    let groups = ctx.run(move |s| Ok(RankingGroups::of(&rankings::grouped(s, &q, by)?))).await?;
-    Ok(ctx.reply(groups, Some(applied), None))
+    let data = ctx
+        .run(move |s| {
+            rankings::grouped_written(s, &q, by, |groups| {
+                serde_json::to_string(&RankingGroups::of(groups))
+                    .map(Arc::from)
+                    .map_err(|e| polars_err!(ComputeError: "the grouped ranking cannot be written: {e}"))
+            })
+        })
+        .await?;
+    Ok(ctx.reply_kept(data, Some(applied)))
 }
 
 /// Ranking grouped by categoria.
@@ -141,7 +153,7 @@ async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<Reply<R
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
-pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     grouped(ctx, query, GroupBy::Categoria).await
 }
 
@@ -156,7 +168,7 @@ pub async fn by_category(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Ra
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
-pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     grouped(ctx, query, GroupBy::Combustivel).await
 }
 
@@ -171,7 +183,7 @@ pub async fn by_fuel(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Rankin
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
-pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     grouped(ctx, query, GroupBy::Marca).await
 }
 
@@ -187,7 +199,7 @@ pub async fn by_brand(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<Ranki
         (status = 400, description = "Invalid parameter", body = crate::http::contract::error::Failure),
     )
 )]
-pub async fn by_year(ctx: Ctx, RawQuery(query): RawQuery) -> Result<Reply<RankingGroups>, ApiError> {
+pub async fn by_year(ctx: Ctx, RawQuery(query): RawQuery) -> Result<RawReply, ApiError> {
     grouped(ctx, query, GroupBy::Ano).await
 }
 
