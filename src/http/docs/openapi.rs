@@ -24,7 +24,7 @@ use crate::http::contract::state::{AppState, MAX_BODY_BYTES};
 use crate::process::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 
 /// Paths served without credentials; every other path of the document is an API operation.
-pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"];
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/explore"];
 
 /// Name of the security scheme of the `X-API-Key` header.
 pub const API_KEY_SCHEME: &str = "api_key";
@@ -69,7 +69,7 @@ const TAGS: &[(&str, &str)] = &[
     ("facets", "How many of the filtered vehicles hold each value of the grouping columns."),
     ("methodology", "How every published number is computed, with the constants and cost configuration in force."),
     ("health", "Liveness and readiness probes and Prometheus metrics (no credentials)."),
-    ("docs", "This document and the interactive reference (no credentials)."),
+    ("docs", "This document, the interactive reference and the explorer page for analysts (no credentials; the explorer asks for a key to fetch every datum)."),
 ];
 
 /// Title, description, tags, security schemes, shared responses and the public operations; the
@@ -110,6 +110,7 @@ pub fn base() -> OpenApi {
     doc.merge(crate::http::routes::health::openapi());
     doc.merge(crate::http::routes::metrics::openapi());
     doc.merge(docs_routes().into_openapi());
+    doc.merge(crate::http::explore::documented().into_openapi());
     doc
 }
 
