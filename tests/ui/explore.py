@@ -497,6 +497,7 @@ def main():
     started = time.monotonic()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    (out / "failure.png").unlink(missing_ok=True)
     axe = Path(args.axe).read_text(encoding="utf-8")
     work = Path(tempfile.mkdtemp(prefix="eco-ui-"))
     downloads = work / "downloads"
