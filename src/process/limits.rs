@@ -87,7 +87,16 @@ mod tests {
 
     #[test]
     fn exempt_paths() {
-        for p in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/rapidoc-min.js", "/explore", "/explore/sql"] {
+        for p in [
+            "/healthz",
+            "/readyz",
+            "/metrics",
+            "/openapi.json",
+            "/docs",
+            "/docs/rapidoc-min.js",
+            "/explore",
+            "/explore/sql",
+        ] {
             assert!(exempt_from_capacity(p), "{p}");
         }
         for p in ["/catalog/vehicles", "/compare", "/metricsx", "/docsx", "/explorex"] {

@@ -13,6 +13,9 @@ from the service's answers. Exits non-zero on the first failed check.
 
 Usage: explore.py --binary target/release/eco-insights [--data data/catalog.parquet]
                   [--out target/ui] [--axe target/ui/node_modules/axe-core/axe.min.js]
+       explore.py --binary … --timings-only --data target/ui/catalog-1m.parquet
+                  (only signs in and times the first view and each interaction on a large
+                  catalog, e.g. one made by `eco-insights generate --rows 1000000`; no budget)
 """
 import argparse
 import csv
@@ -487,12 +490,48 @@ def hostile(p, table):
     check(p.d.execute_script("return typeof window.__pwned") == "undefined", "the hostile modelo ran")
 
 
+def timings_only(p):
+    """Times the first view and each interaction (click to complete page) without checking values."""
+    p.open("/explore", "signin")
+    sign_in(p, KEY, SECRET)
+    p.ready("catalog")
+    timings = {}
+    p.d.refresh()
+    p.ready("catalog")
+    timings["first view"] = p.d.execute_script("const m = performance.getEntriesByName('explore:catalog'); return m[m.length - 1].startTime")
+
+    def step(name, page, action):
+        before = p.state()
+        action()
+        timings[name] = p.ready(page, before)["ms"]
+
+    def facet():
+        a = p.one("a[data-facet='marca']")
+        p.d.execute_script("arguments[0].closest('details').open = true", a)
+        a.click()
+
+    step("facet", "catalog", facet)
+    step("sort", "catalog", lambda: p.one("button.sort[data-field='ano']").click())
+    step("sort-desc", "catalog", lambda: p.one("button.sort[data-field='ano']").click())
+    step("next-page", "catalog", lambda: p.one("#next-page").click())
+    step("filter ano_min", "catalog", lambda: p.d.execute_script(
+        "history.pushState(null, '', location.pathname + location.search.replace(/&?cursor=[^&]*/, '') + '&ano_min=2020');"
+        "window.dispatchEvent(new PopStateEvent('popstate'))"))
+    step("open vehicle", "vehicle", lambda: p.css("table.catalog-table td[data-label='Modelo'] a")[0].click())
+    step("similar vehicle", "vehicle", lambda: p.css("table.similar tbody a")[0].click())
+    step("insights", "insights", lambda: p.one("a[data-nav='insights']").click())
+    step("catalog", "catalog", lambda: p.one("a[data-nav='catalog']").click())
+    step("back", "insights", lambda: p.d.back())
+    print("  " + ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
     ap.add_argument("--data", default=str(ROOT / "data" / "catalog.parquet"))
     ap.add_argument("--out", default=str(ROOT / "target" / "ui"))
     ap.add_argument("--axe", default=str(ROOT / "target" / "ui" / "node_modules" / "axe-core" / "axe.min.js"))
+    ap.add_argument("--timings-only", action="store_true", help="time the page on --data, check nothing else")
     args = ap.parse_args()
     started = time.monotonic()
     out = Path(args.out).resolve()
@@ -502,6 +541,15 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="eco-ui-"))
     downloads = work / "downloads"
     downloads.mkdir()
+    if args.timings_only:
+        service = Service(args.binary, Path(args.data), work)
+        driver = browser(downloads)
+        try:
+            timings_only(Page(driver, service.base, out, axe))
+        finally:
+            driver.quit()
+            service.stop()
+        return 0
     table = pq.read_table(args.data)
     # The hostile export: three rows of the sample, the first one's modelo a piece of markup.
     small = table.slice(0, 3)

@@ -47,8 +47,9 @@ pub fn documented() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(explore))
 }
 
-/// The explorer for analysts: the catalog with facets, range filters, sorting, a column chooser,
-/// cursor pagination and CSV/Parquet downloads; a vehicle's page (`/explore/vehicles/{id}`); a
+/// The explorer page for analysts (HTML; no credentials).
+///
+/// The catalog with facets, range filters, sorting, a column chooser, cursor pagination and CSV/Parquet downloads; a vehicle's page (`/explore/vehicles/{id}`); a
 /// comparison (`/explore/compare?ids=…`); insights as charts (`/explore/insights`); an SQL editor
 /// (`/explore/sql?sql=…`). Every path below `/explore` answers the same HTML shell, whose script
 /// reads the path and the query string, which use the API's own parameter names. The page needs
@@ -91,8 +92,11 @@ async fn style(headers: HeaderMap) -> Response {
 /// (a 304 when unchanged) and never runs a script older than the binary serving it.
 fn asset(headers: &HeaderMap, body: &'static str, content_type: &'static str, tag: &OnceLock<String>) -> Response {
     let tag = tag.get_or_init(|| format!("\"x-{:016x}\"", xxhash_rust::xxh3::xxh3_64(body.as_bytes())));
-    let mut res =
-        if matches_tag(&if_none_match(headers), tag) { StatusCode::NOT_MODIFIED.into_response() } else { body.into_response() };
+    let mut res = if matches_tag(&if_none_match(headers), tag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        body.into_response()
+    };
     let h = res.headers_mut();
     if let Ok(v) = HeaderValue::from_str(tag) {
         h.insert(header::ETAG, v);

@@ -180,8 +180,9 @@
   // ---------- routing ----------
 
   function go(url, replace) {
-    if (replace) history.replaceState(null, '', url);
-    else history.pushState(null, '', url);
+    // `inApp` marks entries this page made, so "Voltar" only walks back within the explorer.
+    if (replace) history.replaceState({ inApp: true }, '', url);
+    else history.pushState({ inApp: true }, '', url);
     render();
   }
 
@@ -451,16 +452,17 @@
     };
     const table = dataTable('Veículos do catálogo', columns, items, { sortable: true, sort, onSort, className: 'catalog-table' });
     const total = pagination.total;
-    const from = items.length ? ((params.get('cursor') ? null : 1)) : 0;
     const summary = el('p', { class: 'total', id: 'total' },
       el('strong', { 'data-total': String(total) }, fmt.format(total)), total === 1 ? ' veículo' : ' veículos',
-      items.length ? ' · mostrando ' + fmt.format(items.length) + (from === 1 ? ' a partir do primeiro' : '') : '');
+      items.length ? ' · ' + fmt.format(items.length) + ' nesta página' : '');
     const pager = el('nav', { class: 'pager', 'aria-label': 'Paginação' });
     if (params.get('cursor')) {
       const first = new URLSearchParams(params);
       first.delete('cursor');
       pager.appendChild(el('a', { href: withParams('/explore', first), class: 'button secondary' }, '« Primeira página'));
-      pager.appendChild(el('button', { type: 'button', class: 'secondary', on: { click: () => history.back() } }, '‹ Voltar'));
+      if (history.state && history.state.inApp) {
+        pager.appendChild(el('button', { type: 'button', class: 'secondary', on: { click: () => history.back() } }, '‹ Voltar'));
+      }
     }
     if (pagination.next_cursor) {
       const next = new URLSearchParams(params);
