@@ -484,8 +484,11 @@ def hostile(p, table):
     check(HOSTILE in p.text("table.catalog-table"), "the hostile modelo is not shown as text")
     check(not p.css("main img"), "the hostile modelo became an element")
     check(p.d.execute_script("return typeof window.__pwned") == "undefined", "the hostile modelo ran")
-    p.css("table.catalog-table td[data-label='Modelo'] a")[0].click()
-    p.ready("vehicle")
+    link = [a for a in p.css("table.catalog-table td[data-label='Modelo'] a") if a.text == HOSTILE]
+    check(len(link) == 1, "the hostile modelo is not one link's text")
+    before = p.state()
+    link[0].click()
+    p.ready("vehicle", before)
     check(HOSTILE in p.text("h1") and not p.css("main img"), "the hostile modelo on the vehicle page")
     check(p.d.execute_script("return typeof window.__pwned") == "undefined", "the hostile modelo ran")
 

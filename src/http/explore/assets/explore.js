@@ -775,15 +775,15 @@
 
   function hBarChart(title, points) {
     const rowH = 22;
-    const left = 190;
-    const width = 640;
+    const left = 170;
+    const width = 480;
     const height = points.length * rowH + 30;
     const max = niceMax(points.map((p) => p[1]));
     const root = svgRoot(title, width, height);
     points.forEach(([name, value], i) => {
       const y = 10 + i * rowH;
-      const w = value === null ? 0 : (width - left - 70) * value / max;
-      root.appendChild(svg('text', { x: left - 6, y: y + 14, 'text-anchor': 'end', class: 'label' }, short(name, 26), svg('title', {}, String(name))));
+      const w = value === null ? 0 : (width - left - 56) * value / max;
+      root.appendChild(svg('text', { x: left - 6, y: y + 14, 'text-anchor': 'end', class: 'label' }, short(name, 24), svg('title', {}, String(name))));
       root.appendChild(svg('rect', { x: left, y: y + 2, width: Math.max(w, 0), height: rowH - 6, class: 'bar' }, svg('title', {}, name + ': ' + show(value))));
       root.appendChild(svg('text', { x: left + Math.max(w, 0) + 4, y: y + 14, class: 'value' }, show(value)));
     });
@@ -791,7 +791,7 @@
   }
 
   function vBarChart(title, points) {
-    const width = 640;
+    const width = 480;
     const height = 260;
     const bottom = 40;
     const max = niceMax(points.map((p) => p[1]));
@@ -809,7 +809,7 @@
   }
 
   function lineChart(title, points) {
-    const width = 640;
+    const width = 480;
     const height = 260;
     const pad = { l: 50, r: 20, t: 20, b: 40 };
     const numeric = points.filter((p) => typeof p[1] === 'number');
