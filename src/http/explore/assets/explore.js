@@ -775,15 +775,15 @@
 
   function hBarChart(title, points) {
     const rowH = 22;
-    const left = 170;
-    const width = 480;
+    const left = 128;
+    const width = 360;
     const height = points.length * rowH + 30;
     const max = niceMax(points.map((p) => p[1]));
     const root = svgRoot(title, width, height);
     points.forEach(([name, value], i) => {
       const y = 10 + i * rowH;
-      const w = value === null ? 0 : (width - left - 56) * value / max;
-      root.appendChild(svg('text', { x: left - 6, y: y + 14, 'text-anchor': 'end', class: 'label' }, short(name, 24), svg('title', {}, String(name))));
+      const w = value === null ? 0 : (width - left - 48) * value / max;
+      root.appendChild(svg('text', { x: left - 6, y: y + 14, 'text-anchor': 'end', class: 'label' }, short(name, 18), svg('title', {}, String(name))));
       root.appendChild(svg('rect', { x: left, y: y + 2, width: Math.max(w, 0), height: rowH - 6, class: 'bar' }, svg('title', {}, name + ': ' + show(value))));
       root.appendChild(svg('text', { x: left + Math.max(w, 0) + 4, y: y + 14, class: 'value' }, show(value)));
     });
@@ -791,8 +791,8 @@
   }
 
   function vBarChart(title, points) {
-    const width = 480;
-    const height = 260;
+    const width = 360;
+    const height = 220;
     const bottom = 40;
     const max = niceMax(points.map((p) => p[1]));
     const root = svgRoot(title, width, height);
@@ -809,9 +809,9 @@
   }
 
   function lineChart(title, points) {
-    const width = 480;
-    const height = 260;
-    const pad = { l: 50, r: 20, t: 20, b: 40 };
+    const width = 360;
+    const height = 220;
+    const pad = { l: 40, r: 14, t: 16, b: 36 };
     const numeric = points.filter((p) => typeof p[1] === 'number');
     const ys = numeric.map((p) => p[1]);
     const min = Math.min(...ys);
@@ -826,7 +826,7 @@
     root.appendChild(svg('text', { x: pad.l - 6, y: pad.t + 4, 'text-anchor': 'end', class: 'label' }, show(hi)));
     root.appendChild(svg('text', { x: pad.l - 6, y: height - pad.b, 'text-anchor': 'end', class: 'label' }, show(lo)));
     root.appendChild(svg('polyline', { points: numeric.map((p, i) => x(i) + ',' + y(p[1])).join(' '), class: 'line' }));
-    const every = Math.ceil(numeric.length / 10);
+    const every = Math.ceil(numeric.length / 7);
     numeric.forEach((p, i) => {
       root.appendChild(svg('circle', { cx: x(i), cy: y(p[1]), r: 3.5, class: 'dot' }, svg('title', {}, p[0] + ': ' + show(p[1]))));
       if (i % every === 0 || i === numeric.length - 1) {
