@@ -137,7 +137,11 @@
           code = body.error.code;
         }
       } catch (e) { /* not JSON */ }
-      if (res.status === 401 && !(options && options.creds)) signOut(message);
+      if (res.status === 401 && !(options && options.creds)) {
+        // The stored pair stopped working (revoked, rotated): back to the sign-in form.
+        signOut(message);
+        setTimeout(render, 0);
+      }
       throw new ApiError(res.status, code, message);
     }
     return res;
