@@ -999,6 +999,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_explorer_needs_no_credentials_and_is_one_shell_under_a_strict_policy() {
+        let (status, headers, shell) = get("/explore", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe") && csp.contains("frame-ancestors 'none'"));
+        let tag = headers[header::ETAG].to_str().unwrap().to_string();
+        for path in ["/explore/", "/explore/vehicles/x", "/explore/sql?sql=select%201", "/explore/insights?marca=fiat"] {
+            let (status, headers, body) = get(path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(body, shell, "{path}");
+            assert_eq!(headers[header::CONTENT_SECURITY_POLICY], csp, "{path}");
+        }
+        assert_eq!(get("/explore", &[("if-none-match", &tag)]).await.0, StatusCode::NOT_MODIFIED);
+        for (path, kind) in [
+            (crate::http::explore::SCRIPT_PATH, "text/javascript; charset=utf-8"),
+            (crate::http::explore::STYLE_PATH, "text/css; charset=utf-8"),
+        ] {
+            let (status, headers, body) = get(path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(headers[header::CONTENT_TYPE], kind, "{path}");
+            assert!(!body.is_empty() && headers.contains_key(header::ETAG), "{path}");
+        }
+        assert_eq!(get("/explorex", &[]).await.0, StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
     async fn docs_and_document_need_no_credentials_and_fetch_nothing_external() {
         let (status, headers, body) = get("/docs", &[]).await;
         assert_eq!(status, StatusCode::OK);
