@@ -1012,7 +1012,7 @@ mod tests {
             assert_eq!(body, shell, "{path}");
             assert_eq!(headers[header::CONTENT_SECURITY_POLICY], csp, "{path}");
         }
-        assert_eq!(get("/explore", &[("if-none-match", &tag)]).await.0, StatusCode::NOT_MODIFIED);
+        assert_eq!(get("/explore", &[("if-none-match", tag.as_str())]).await.0, StatusCode::NOT_MODIFIED);
         for (path, kind) in [
             (crate::http::explore::SCRIPT_PATH, "text/javascript; charset=utf-8"),
             (crate::http::explore::STYLE_PATH, "text/css; charset=utf-8"),
