@@ -1006,7 +1006,8 @@ mod tests {
         let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
         assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe") && csp.contains("frame-ancestors 'none'"));
         let tag = headers[header::ETAG].to_str().unwrap().to_string();
-        for path in ["/explore/", "/explore/vehicles/x", "/explore/sql?sql=select%201", "/explore/insights?marca=fiat"] {
+        for path in ["/explore/", "/explore/vehicles/x", "/explore/sql?sql=select%201", "/explore/insights?marca=fiat"]
+        {
             let (status, headers, body) = get(path, &[]).await;
             assert_eq!(status, StatusCode::OK, "{path}");
             assert_eq!(body, shell, "{path}");
