@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test s3-test cluster cluster-test report report-test formats-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test s3-test cluster cluster-test report report-test formats-test ui-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -25,6 +25,7 @@ help:
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
 	@echo "make report the analyst report of the bundled sample: report.html (REPORT_DATA, REPORT_OUT)"
 	@echo "make report-test  render the sample's report with headless Chromium and check it is not blank"
+	@echo "make ui-test  the explorer (/explore) in headless Chromium: sign-in, facets, sort, cursor, vehicle, comparison, SQL, axe-core, screenshots in target/ui/"
 	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
 	@echo "make pg-test   the PostgreSQL front door with psycopg, psql, pgjdbc, pandas/SQLAlchemy and connectorx, compared with DuckDB"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
@@ -47,6 +48,7 @@ test:
 	$(MAKE) pg-test
 	$(MAKE) s3-test
 	$(MAKE) report-test
+	$(MAKE) ui-test
 
 fuzz:
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::mutated -- --nocapture
@@ -129,6 +131,32 @@ report-test: build
 	$(CHROMIUM_INSTALL)
 	$(BIN) report --data data/catalog.parquet --out target/report/report.html
 	tests/report/render.sh target/report/report.html target/report/report.png
+
+# The explorer (/explore) as an analyst uses it (tests/ui/explore.py): Debian's chromium and
+# chromium-driver (installed when missing) driven by Selenium (pinned in tests/ui/requirements.txt,
+# installed into $(UI_VENV)/) against the release binary on the bundled sample and on a hostile
+# export the test writes; axe-core (npm, pinned, installed into $(UI_OUT)/node_modules) is
+# injected into every page. Screenshots of each page in $(UI_OUT)/.
+UI_VENV := .venv-ui
+UI_OUT := $(or $(CARGO_TARGET_DIR),target)/ui
+AXE_CORE_VERSION := 4.14.1
+CHROMEDRIVER_INSTALL = command -v chromedriver >/dev/null || apt-get install -y chromium chromium-driver || (apt-get update && apt-get install -y chromium chromium-driver)
+
+ui-test: build $(UI_VENV)/.installed $(UI_OUT)/node_modules/axe-core/axe.min.js
+	$(CHROMIUM_INSTALL)
+	$(CHROMEDRIVER_INSTALL)
+	$(UI_VENV)/bin/python tests/ui/explore.py --binary $(BIN) --out $(UI_OUT) --axe $(UI_OUT)/node_modules/axe-core/axe.min.js
+
+$(UI_VENV)/.installed: tests/ui/requirements.txt
+	test -x $(UI_VENV)/bin/python || $(PYTHON) -m venv $(UI_VENV)
+	$(UI_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/ui/requirements.txt
+	touch $@
+
+$(UI_OUT)/node_modules/axe-core/axe.min.js:
+	command -v npm >/dev/null || apt-get install -y npm || (apt-get update && apt-get install -y npm)
+	mkdir -p $(UI_OUT)
+	npm install --prefix $(UI_OUT) --no-save --no-audit --no-fund --silent axe-core@$(AXE_CORE_VERSION)
+	test -s $@
 # Read-back of the answer formats (tests/formats/readback.py): the release binary on a generated
 # catalog; each list operation and the export fetched in CSV, Parquet, Arrow and NDJSON, read with
 # pandas, Polars and DuckDB (pinned in tests/formats/requirements.txt, installed into

@@ -208,7 +208,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ECO_REQUEST_TIMEOUT_MS", default_value_t = crate::process::limits::DEFAULT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub request_timeout_ms: u64,
     /// API requests handled at once; more are answered 503 SERVICE_UNAVAILABLE with
-    /// `Retry-After: 1` at once (/healthz, /readyz, /metrics, /openapi.json and /docs are exempt).
+    /// `Retry-After: 1` at once (/healthz, /readyz, /metrics,
+    /// /openapi.json, /docs and the /explore page and assets are exempt).
     #[arg(long, env = "ECO_MAX_IN_FLIGHT", default_value_t = crate::process::limits::DEFAULT_MAX_IN_FLIGHT, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_in_flight: u32,
 }

@@ -3,6 +3,7 @@
 //!
 //! - this file assembles them: the router, its layers and the bound server;
 //! - `docs`: the OpenAPI document and the docs page;
+//! - `explore`: the explorer page for analysts (HTML, script and style compiled in);
 //! - `plumbing`: what wraps every answer (request ids, logs, metrics, credentials, limits,
 //!   compression, the answers served ahead of the router, the serving loop);
 //! - `routes`: the operations;
@@ -15,6 +16,7 @@
 
 pub mod contract;
 pub mod docs;
+pub mod explore;
 pub mod formats;
 pub mod plumbing;
 pub mod routes;
@@ -68,6 +70,7 @@ fn parts(state: AppState, limits: &limits::Limits) -> (Router, middleware::Front
         .merge(routes::health::router())
         .merge(routes::metrics::router())
         .merge(openapi::router(doc))
+        .merge(explore::router())
         .fallback(middleware::not_found)
         .method_not_allowed_fallback(middleware::method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

@@ -40,9 +40,12 @@ impl Default for Limits {
     }
 }
 
-/// Paths never refused for lack of capacity: probes, metrics and the documentation.
+/// Paths never refused for lack of capacity: probes, metrics, the documentation and the
+/// explorer's page and assets (their data calls are API requests like any other).
 pub fn exempt_from_capacity(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/docs") || path.starts_with("/docs/")
+    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/docs" | "/explore")
+        || path.starts_with("/docs/")
+        || path.starts_with("/explore/")
 }
 
 /// The in-flight permits and the request deadline of one server.
@@ -84,10 +87,19 @@ mod tests {
 
     #[test]
     fn exempt_paths() {
-        for p in ["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/docs/rapidoc-min.js"] {
+        for p in [
+            "/healthz",
+            "/readyz",
+            "/metrics",
+            "/openapi.json",
+            "/docs",
+            "/docs/rapidoc-min.js",
+            "/explore",
+            "/explore/sql",
+        ] {
             assert!(exempt_from_capacity(p), "{p}");
         }
-        for p in ["/catalog/vehicles", "/compare", "/metricsx", "/docsx"] {
+        for p in ["/catalog/vehicles", "/compare", "/metricsx", "/docsx", "/explorex"] {
             assert!(!exempt_from_capacity(p), "{p}");
         }
     }

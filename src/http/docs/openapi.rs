@@ -24,7 +24,7 @@ use crate::http::contract::state::{AppState, MAX_BODY_BYTES};
 use crate::process::limits::{MAX_HEADER_BYTES, MAX_URI_BYTES};
 
 /// Paths served without credentials; every other path of the document is an API operation.
-pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs"];
+pub const PUBLIC_PATHS: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/explore"];
 
 /// Name of the security scheme of the `X-API-Key` header.
 pub const API_KEY_SCHEME: &str = "api_key";
@@ -69,7 +69,7 @@ const TAGS: &[(&str, &str)] = &[
     ("facets", "How many of the filtered vehicles hold each value of the grouping columns."),
     ("methodology", "How every published number is computed, with the constants and cost configuration in force."),
     ("health", "Liveness and readiness probes and Prometheus metrics (no credentials)."),
-    ("docs", "This document and the interactive reference (no credentials)."),
+    ("docs", "This document, the interactive reference and the explorer page for analysts (no credentials; the explorer asks for a key to fetch every datum)."),
 ];
 
 /// Title, description, tags, security schemes, shared responses and the public operations; the
@@ -110,6 +110,7 @@ pub fn base() -> OpenApi {
     doc.merge(crate::http::routes::health::openapi());
     doc.merge(crate::http::routes::metrics::openapi());
     doc.merge(docs_routes().into_openapi());
+    doc.merge(crate::http::explore::documented().into_openapi());
     doc
 }
 
@@ -995,6 +996,34 @@ mod tests {
         let res = app().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
         let (parts, body) = res.into_parts();
         (parts.status, parts.headers, axum::body::to_bytes(body, usize::MAX).await.unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_explorer_needs_no_credentials_and_is_one_shell_under_a_strict_policy() {
+        let (status, headers, shell) = get("/explore", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers[header::CONTENT_TYPE], "text/html; charset=utf-8");
+        let csp = headers[header::CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe") && csp.contains("frame-ancestors 'none'"));
+        let tag = headers[header::ETAG].to_str().unwrap().to_string();
+        for path in ["/explore/", "/explore/vehicles/x", "/explore/sql?sql=select%201", "/explore/insights?marca=fiat"]
+        {
+            let (status, headers, body) = get(path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(body, shell, "{path}");
+            assert_eq!(headers[header::CONTENT_SECURITY_POLICY], csp, "{path}");
+        }
+        assert_eq!(get("/explore", &[("if-none-match", tag.as_str())]).await.0, StatusCode::NOT_MODIFIED);
+        for (path, kind) in [
+            (crate::http::explore::SCRIPT_PATH, "text/javascript; charset=utf-8"),
+            (crate::http::explore::STYLE_PATH, "text/css; charset=utf-8"),
+        ] {
+            let (status, headers, body) = get(path, &[]).await;
+            assert_eq!(status, StatusCode::OK, "{path}");
+            assert_eq!(headers[header::CONTENT_TYPE], kind, "{path}");
+            assert!(!body.is_empty() && headers.contains_key(header::ETAG), "{path}");
+        }
+        assert_eq!(get("/explorex", &[]).await.0, StatusCode::NOT_FOUND);
     }
 
     #[tokio::test]
