@@ -34,8 +34,8 @@ pub mod tls;
 
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::names::wire_name;
-use crate::engine::sql::sandbox::{self, Refused};
-use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
+use crate::engine::sql::sandbox::Refused;
+use crate::engine::sql::worker::{Outcome, Runner};
 use crate::engine::store::Store;
 use crate::process::keys::KeyStore;
 
@@ -327,45 +327,39 @@ impl Backend {
 
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
     async fn run_unlogged(&self, sql: &str, user: &str, describe: bool) -> PgWireResult<DataFrame> {
+        use crate::engine::sql::query::{self, Refusal, Statement};
         let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some(snapshot) = pinned.or_else(|| self.state.store.current()) else {
-            return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
-        };
-        let offered = offered_tables(&snapshot.info.views);
-        let checked = sandbox::check(sql, &offered, user, true).map_err(|r| match r {
-            Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
-            Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
-            Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
-            Refused::Unsupported(m) => error("0A000", format!("consulta SQL não suportada: {m}")),
-        })?;
-        let runner = Arc::clone(&self.state.sql);
-        let (done, result) = tokio::sync::oneshot::channel();
         let cancel = Arc::clone(&self.cancel);
         cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        std::thread::Builder::new()
-            .name("eco-pg-sql".into())
-            .spawn(move || {
-                let _ = done.send(if describe {
-                    runner.describe(&snapshot, &checked.sql, &cancel)
-                } else {
-                    runner.run_cancellable(&snapshot, &checked.sql, &cancel)
-                });
-            })
-            .map_err(|e| error("XX000", e.to_string()))?;
-        match result.await.map_err(|e| error("XX000", e.to_string()))? {
-            Outcome::Rows { frame, .. } => Ok(frame),
-            Outcome::Invalid(m) => Err(error(sqlstate_of(&m), format!("consulta SQL inválida: {m}"))),
-            Outcome::TooExpensive(m) => Err(error("57014", format!("consulta interrompida: {m}"))),
-            Outcome::Busy => Err(error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s")),
-            Outcome::Preparing(secs) => Err(error(
-                "57P03",
-                format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
-            )),
-            Outcome::Cancelled => Err(error("57014", "canceling statement due to user request (consulta cancelada)")),
-            Outcome::Failed(m) => {
-                tracing::error!(error = %m, "SQL worker failed");
-                Err(error("XX000", "erro interno do servidor"))
-            }
+        let statement = Statement { sql, user, positional: true, describe };
+        let answer = match query::snapshot(&self.state.store, pinned) {
+            Ok(snapshot) => query::run_frame(&self.state.sql, snapshot, statement, cancel).await,
+            Err(refusal) => Err(refusal),
+        };
+        match answer {
+            Ok((frame, _)) => Ok(frame),
+            Err(Refusal::NoData) => Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes")),
+            Err(Refusal::Refused(r)) => Err(match r {
+                Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
+                Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
+                Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
+                Refused::Unsupported(m) => error("0A000", format!("consulta SQL não suportada: {m}")),
+            }),
+            Err(Refusal::Outcome(outcome)) => Err(match outcome {
+                Outcome::Rows { .. } => error("XX000", "erro interno do servidor"),
+                Outcome::Invalid(m) => error(sqlstate_of(&m), format!("consulta SQL inválida: {m}")),
+                Outcome::TooExpensive(m) => error("57014", format!("consulta interrompida: {m}")),
+                Outcome::Busy => error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s"),
+                Outcome::Preparing(secs) => error(
+                    "57P03",
+                    format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
+                ),
+                Outcome::Cancelled => error("57014", "canceling statement due to user request (consulta cancelada)"),
+                Outcome::Failed(m) => {
+                    tracing::error!(error = %m, "SQL worker failed");
+                    error("XX000", "erro interno do servidor")
+                }
+            }),
         }
     }
 
@@ -586,7 +580,6 @@ fn user_of<C: ClientInfo>(client: &C) -> Option<String> {
     client.metadata().get("user").cloned()
 }
 
-/// A statement with its `$n` parameters replaced by SQL literals (outside quoted text).
 /// The type a statement casts its parameter `$n` to (`$1::int`), which DataFusion does not
 /// infer from.
 fn cast_type(sql: &str, n: usize) -> Option<Type> {
@@ -607,423 +600,11 @@ fn cast_type(sql: &str, n: usize) -> Option<Type> {
 
 /// Whether a statement has `$n` parameters (outside quotes).
 fn has_parameters(sql: &str) -> bool {
-    let mut quoted: Option<char> = None;
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match quoted {
-            Some(q) if c == q => quoted = None,
-            Some(_) => {}
-            None if c == '\'' || c == '"' => quoted = Some(c),
-            None if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) => return true,
-            None => {}
-        }
-    }
-    false
+    crate::engine::sql::query::has_parameters(sql)
 }
 
+/// A statement with its `$n` parameters replaced by SQL literals (see
+/// [`crate::engine::sql::query::bind`]).
 fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<String> {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    let mut quoted: Option<char> = None;
-    while let Some(c) = chars.next() {
-        if let Some(q) = quoted {
-            out.push(c);
-            if c == q {
-                quoted = None;
-            }
-            continue;
-        }
-        if c == '\'' || c == '"' {
-            quoted = Some(c);
-            out.push(c);
-            continue;
-        }
-        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-            let mut n = String::new();
-            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                n.push(d);
-                chars.next();
-            }
-            let i: usize = n.parse().map_err(|_| error("42P02", format!("parâmetro ${n} inválido")))?;
-            let value =
-                params.get(i.wrapping_sub(1)).ok_or_else(|| error("42P02", format!("parâmetro ${i} ausente")))?;
-            match value {
-                None => out.push_str("NULL"),
-                Some(v)
-                    if numeric.get(i - 1).copied().unwrap_or(false) && v.parse::<f64>().is_ok_and(f64::is_finite) =>
-                {
-                    out.push_str(v)
-                }
-                Some(v) => {
-                    out.push('\'');
-                    out.push_str(&v.replace('\'', "''"));
-                    out.push('\'');
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    Ok(out)
-}
-
-/// The bound statement of a portal.
-fn bound(portal: &Portal<String>, inferred: &[Type]) -> PgWireResult<String> {
-    let mut values = Vec::with_capacity(portal.parameter_len());
-    let mut numeric = Vec::with_capacity(portal.parameter_len());
-    for i in 0..portal.parameter_len() {
-        let declared = match portal.statement.parameter_types.get(i).cloned().flatten() {
-            Some(t) if t != Type::UNKNOWN => t,
-            _ => inferred.get(i).cloned().unwrap_or(Type::UNKNOWN),
-        };
-        let (value, is_number) = match declared {
-            Type::INT2 => (portal.parameter::<i16>(i, &declared)?.map(|v| v.to_string()), true),
-            Type::INT4 => (portal.parameter::<i32>(i, &declared)?.map(|v| v.to_string()), true),
-            Type::INT8 => (portal.parameter::<i64>(i, &declared)?.map(|v| v.to_string()), true),
-            Type::FLOAT4 => (portal.parameter::<f32>(i, &declared)?.map(|v| v.to_string()), true),
-            Type::FLOAT8 => (portal.parameter::<f64>(i, &declared)?.map(|v| v.to_string()), true),
-            Type::BOOL => (portal.parameter::<bool>(i, &declared)?.map(|v| v.to_string()), true),
-            _ => (portal.parameter::<String>(i, &Type::TEXT)?, false),
-        };
-        values.push(value);
-        numeric.push(is_number);
-    }
-    bind(&portal.statement.statement, &values, &numeric)
-}
-
-/// What a statement is to this door: a session statement, a COPY to the client or a cursor
-/// statement (each answered here), or a query for the engine.
-enum Command {
-    Session(session::Statement),
-    Copy(copy::CopyOut),
-    Cursor(session::Cursor),
-    Query,
-}
-
-impl Command {
-    /// Classifies `sql`; a COPY or cursor statement of a form not allowed is its error.
-    fn of(sql: &str) -> PgWireResult<Command> {
-        if let Some(statement) = session::parse(sql) {
-            return Ok(Command::Session(statement));
-        }
-        if let Some(copy) = copy::parse(sql) {
-            return copy.map(Command::Copy).map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")));
-        }
-        if let Some(cursor) = session::parse_cursor(sql) {
-            return cursor.map(Command::Cursor).map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")));
-        }
-        Ok(Command::Query)
-    }
-}
-
-impl Backend {
-    /// Answers a statement that is not a query for the engine; `None` for a query.
-    async fn command<C: ClientInfo>(
-        &self,
-        client: &C,
-        command: Command,
-        format: &Format,
-    ) -> PgWireResult<Option<Response>> {
-        Ok(Some(match command {
-            Command::Session(statement) => self.session(client, statement, format)?,
-            Command::Copy(copy) => copy_out(&self.run(&copy.query, user_of(client)).await?, &copy.format)?,
-            Command::Cursor(cursor) => self.cursor(cursor, user_of(client), format).await?,
-            Command::Query => return Ok(None),
-        }))
-    }
-
-    /// The columns a statement that is not a query for the engine answers with (`SHOW`'s, a
-    /// FETCH's; none for the others); `None` for a query.
-    fn command_fields(&self, command: &Command, format: &Format) -> Option<Vec<FieldInfo>> {
-        match command {
-            Command::Session(statement) => Some(session_fields(statement)),
-            Command::Copy(_) => Some(Vec::new()),
-            Command::Cursor(cursor) => Some(self.cursor_fields(cursor, format)),
-            Command::Query => None,
-        }
-    }
-}
-
-impl Backend {
-    /// One statement of a simple query.
-    async fn simple_statement<C>(&self, client: &mut C, statement: &str) -> PgWireResult<Response>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        if let Some(response) = self.command(client, Command::of(statement)?, &Format::UnifiedText).await? {
-            return Ok(response);
-        }
-        let frame = self.run(statement, user_of(client)).await?;
-        Backend::response(&frame, &Format::UnifiedText)
-    }
-}
-
-#[async_trait]
-impl SimpleQueryHandler for Backend {
-    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        self.register(client);
-        // A simple query may hold several statements (psql -c "a; b", asyncpg's execute): each
-        // answered in turn, up to the first that fails, as PostgreSQL does.
-        let statements = session::split_statements(query);
-        if statements.is_empty() {
-            return Ok(vec![Response::EmptyQuery]);
-        }
-        let several = statements.len() > 1;
-        let mut responses = Vec::with_capacity(statements.len());
-        for statement in statements {
-            match self.simple_statement(client, statement).await {
-                Ok(response) => responses.push(response),
-                Err(PgWireError::UserError(e)) if several => {
-                    responses.push(Response::Error(e));
-                    break;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(responses)
-    }
-}
-
-#[async_trait]
-impl ExtendedQueryHandler for Backend {
-    type Statement = String;
-    type QueryParser = NoopQueryParser;
-
-    fn query_parser(&self) -> Arc<Self::QueryParser> {
-        Arc::clone(&self.parser)
-    }
-
-    async fn do_query<C>(
-        &self,
-        client: &mut C,
-        portal: &Portal<Self::Statement>,
-        _max_rows: usize,
-    ) -> PgWireResult<Response>
-    where
-        C: ClientInfo
-            + pgwire::api::ClientPortalStore
-            + futures::Sink<pgwire::messages::PgWireBackendMessage>
-            + Unpin
-            + Send
-            + Sync,
-        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
-    {
-        self.register(client);
-        let sql = self.bound(portal)?;
-        let command = Command::of(&sql)?;
-        // A cursor is also a portal of its name, which drivers describe (psycopg's named cursors
-        // ask its columns so): described as a FETCH of all its rows.
-        match &command {
-            Command::Cursor(session::Cursor::Declare { name, .. }) => {
-                let fetch = format!("FETCH ALL FROM \"{}\"", name.replace('"', "\"\""));
-                let statement = Arc::new(StoredStatement::new(name.clone(), fetch, vec![]));
-                let portal = Arc::new(Portal::new_cursor(name.clone(), statement));
-                pgwire::api::store::PortalStore::put_portal(client.portal_store(), portal);
-            }
-            Command::Cursor(session::Cursor::Close(Some(name))) => {
-                pgwire::api::store::PortalStore::rm_portal(client.portal_store(), name);
-            }
-            _ => {}
-        }
-        if let Some(response) = self.command(client, command, &portal.result_column_format).await? {
-            return Ok(response);
-        }
-        let cached = {
-            let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
-            match d.take() {
-                Some((s, frame)) if s == sql => Some(frame),
-                _ => None,
-            }
-        };
-        let frame = match cached {
-            Some(f) => f,
-            None => self.run(&sql, user_of(client)).await?,
-        };
-        Backend::response(&frame, &portal.result_column_format)
-    }
-
-    async fn do_describe_statement<C>(
-        &self,
-        client: &mut C,
-        stmt: &StoredStatement<Self::Statement>,
-    ) -> PgWireResult<DescribeStatementResponse>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        let types: Vec<Type> = stmt.parameter_types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
-        if let Some(described) = self.command_fields(&Command::of(&stmt.statement)?, &Format::UnifiedText) {
-            return Ok(DescribeStatementResponse::new(types, described));
-        }
-        if !types.is_empty() || has_parameters(&stmt.statement) {
-            let user = user_of(client).unwrap_or_default();
-            let (frame, types) = self.describe_parameters(stmt, &user).await?;
-            return Ok(DescribeStatementResponse::new(types, fields(&frame, &Format::UnifiedText)));
-        }
-        let frame = self.run(&stmt.statement, user_of(client)).await?;
-        let described = fields(&frame, &Format::UnifiedText);
-        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((stmt.statement.clone(), frame));
-        Ok(DescribeStatementResponse::new(types, described))
-    }
-
-    async fn do_describe_portal<C>(
-        &self,
-        client: &mut C,
-        portal: &Portal<Self::Statement>,
-    ) -> PgWireResult<DescribePortalResponse>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        let sql = self.bound(portal)?;
-        if let Some(described) = self.command_fields(&Command::of(&sql)?, &portal.result_column_format) {
-            return Ok(DescribePortalResponse::new(described));
-        }
-        let frame = self.run(&sql, user_of(client)).await?;
-        let described = fields(&frame, &portal.result_column_format);
-        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((sql, frame));
-        Ok(DescribePortalResponse::new(described))
-    }
-}
-
-/// One connection's handlers.
-struct Handlers {
-    backend: Arc<Backend>,
-    login: auth::Login,
-    cancels: Cancels,
-}
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::clone(&self.backend)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.backend)
-    }
-
-    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        let mut parameters = DefaultServerParameterProvider::default();
-        parameters.server_version = SERVER_VERSION.to_owned();
-        parameters.default_transaction_read_only = true;
-        parameters.is_superuser = false;
-        parameters.time_zone = "UTC".to_owned();
-        parameters.date_style = "ISO, MDY".to_owned();
-        Arc::new(auth::Startup::new(self.login.clone(), parameters))
-    }
-
-    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
-        Arc::new(CancelRequests(Arc::clone(&self.cancels)))
-    }
-}
-
-/// An ErrorResponse message: FATAL, `code`, `message` (sent before a connection's start-up is
-/// read, to a connection that is refused).
-fn fatal(code: &str, message: &str) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (field, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
-        body.push(field);
-        body.extend_from_slice(value.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut out = vec![b'E'];
-    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
-    out.extend_from_slice(&body);
-    out
-}
-
-/// Gives a connection's place back when it ends.
-struct Open(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Serves the PostgreSQL protocol on `listener` until the process stops: at most
-/// `max_connections` at once (one more is answered 53300 and closed), each closed when it has
-/// not authenticated within `startup_timeout` (a client that never finishes its start-up holds
-/// no place for long).
-pub async fn serve(listener: TcpListener, state: PgState) {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let open = Arc::new(AtomicUsize::new(0));
-    let cancels: Cancels = Arc::default();
-    let logins = Arc::new(auth::Logins::new(Arc::clone(&state.keys), state.tls.as_deref()));
-    loop {
-        let (mut socket, peer) = match listener.accept().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "PostgreSQL front door: accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        if open.fetch_add(1, Ordering::Relaxed) >= state.max_connections {
-            open.fetch_sub(1, Ordering::Relaxed);
-            crate::process::metrics::pg_query("refused");
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let message = "sorry, too many clients already (limite de conexões PostgreSQL atingido)";
-                let _ =
-                    tokio::time::timeout(std::time::Duration::from_secs(1), socket.write_all(&fatal("53300", message)))
-                        .await;
-                let _ = socket.shutdown().await;
-            });
-            continue;
-        }
-        let place = Open(Arc::clone(&open));
-        let authenticated = Arc::new(AtomicBool::new(false));
-        let handlers = Handlers {
-            backend: Arc::new(Backend::new(state.clone(), Arc::clone(&cancels))),
-            login: auth::Login::new(Arc::clone(&logins), Arc::clone(&authenticated)),
-            cancels: Arc::clone(&cancels),
-        };
-        let deadline = state.startup_timeout;
-        let tls = state.tls.as_ref().map(|t| t.acceptor.clone());
-        tokio::spawn(async move {
-            let _place = place;
-            let connection = pgwire::tokio::process_socket(socket, tls, handlers);
-            tokio::pin!(connection);
-            let result = tokio::select! {
-                r = &mut connection => Some(r),
-                () = tokio::time::sleep(deadline) => None,
-            };
-            let result = match result {
-                Some(r) => r,
-                // Past the deadline: closed (the future and its socket dropped) unless the client
-                // has authenticated, whose connection goes on.
-                None if !authenticated.load(Ordering::Relaxed) => {
-                    tracing::debug!(%peer, "PostgreSQL connection closed: no authentication within the deadline");
-                    return;
-                }
-                None => connection.await,
-            };
-            if let Err(e) = result {
-                tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");
-            }
-        });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameters_become_literals_outside_quotes() {
-        let p = vec![Some("Fiat".to_string()), Some("2020".to_string()), None, Some("o'Neil".to_string())];
-        let numeric = [false, true, false, false];
-        assert_eq!(
-            bind("SELECT '$1', $1, $2, $3, $4 FROM catalog", &p, &numeric).unwrap(),
-            "SELECT '$1', 'Fiat', 2020, NULL, 'o''Neil' FROM catalog"
-        );
-        assert!(bind("SELECT $9", &p, &numeric).is_err());
-        // A "number" that is not one is quoted, so it cannot inject SQL.
-        assert_eq!(bind("SELECT $1", &[Some("1; DROP".into())], &[true]).unwrap(), "SELECT '1; DROP'");
-    }
+    crate::engine::sql::query::bind(sql, params, numeric).map_err(|m| error("42P02", m))
 }
