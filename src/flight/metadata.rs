@@ -142,7 +142,8 @@ static SQL_INFO: LazyLock<SqlInfoData> = LazyLock::new(|| {
     b.append(SqlInfo::SqlNamedParametersSupported, false);
     b.append(SqlInfo::SqlLocatorsUpdateCopy, false);
     b.append(SqlInfo::SqlStoredFunctionsUsingCallSyntaxSupported, false);
-    b.build().unwrap_or_else(|_| SqlInfoDataBuilder::new().build().unwrap_or_else(|_| unreachable!()))
+    // Fixed values of fixed types: building them cannot fail.
+    b.build().expect("the door's SqlInfo values")
 });
 
 /// The answers to `GetSqlInfo`: the server's name and version, read-only, PostgreSQL's dialect.
@@ -201,7 +202,7 @@ static XDBC_TYPES: LazyLock<XdbcTypeInfoData> = LazyLock::new(|| {
         true,
         Some(XdbcDatetimeSubcode::XdbcSubcodeTimestamp),
     ));
-    b.build().unwrap_or_else(|_| XdbcTypeInfoDataBuilder::new().build().unwrap_or_else(|_| unreachable!()))
+    b.build().expect("the door's XDBC types")
 });
 
 /// The answers to `GetXdbcTypeInfo`: the types the answers' columns have.

@@ -40,7 +40,7 @@ use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamDecoder;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::arrow::util::display::array_value_to_string;
-use futures::{Stream, StreamExt, TryStreamExt};
+use futures::{Stream, TryStreamExt};
 use prost::Message;
 use tokio::net::TcpListener;
 use tonic::metadata::MetadataValue;
@@ -117,7 +117,6 @@ struct Answer {
 struct Prepared {
     key: String,
     sql: String,
-    dataset: SchemaRef,
     parameters: SchemaRef,
     values: Option<(Vec<Option<String>>, Vec<bool>)>,
     used: Instant,
@@ -132,7 +131,7 @@ pub struct Door {
     tables: metadata::Tables,
 }
 
-type Stream_<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+type BoxedStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
 fn internal(e: impl std::fmt::Display) -> Status {
     tracing::error!(error = %e, "Flight SQL door failed");
@@ -210,11 +209,11 @@ fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch
             .map(|f| f.as_ref().clone().with_name(wire_name(f.name())))
             .collect::<Vec<Field>>(),
     ));
-    let options = RecordBatchOptions::new();
     let batches = batches
         .into_iter()
         .map(|b| {
-            RecordBatch::try_new_with_options(Arc::clone(&wire), b.columns().to_vec(), &options.clone().with_row_count(Some(b.num_rows())))
+            let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+            RecordBatch::try_new_with_options(Arc::clone(&wire), b.columns().to_vec(), &options)
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(internal)?;
@@ -223,15 +222,16 @@ fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch
 
 /// A schema as an IPC message (FlightInfo's and prepared statements' form).
 fn schema_bytes(schema: &Schema) -> Result<prost::bytes::Bytes, Status> {
-    let IpcMessage(bytes) = SchemaAsIpc::new(schema, &IpcWriteOptions::default()).try_into().map_err(internal)?;
+    let message: Result<IpcMessage, _> = SchemaAsIpc::new(schema, &IpcWriteOptions::default()).try_into();
+    let IpcMessage(bytes) = message.map_err(internal)?;
     Ok(bytes)
 }
 
 /// A stream of Flight data for `batches` (split into messages of at most about 2 MB).
-fn flight_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> Stream_<arrow_flight::FlightData> {
+fn flight_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> BoxedStream<arrow_flight::FlightData> {
     let stream = FlightDataEncoderBuilder::new()
         .with_schema(schema)
-        .build(futures::stream::iter(batches.into_iter().map(Ok)))
+        .build(futures::stream::iter(batches.into_iter().map(Ok::<_, arrow_flight::error::FlightError>)))
         .map_err(Status::from);
     Box::pin(stream)
 }
@@ -370,7 +370,7 @@ impl FlightSqlService for Door {
     async fn do_handshake(
         &self,
         request: Request<Streaming<HandshakeRequest>>,
-    ) -> Result<Response<Stream_<HandshakeResponse>>, Status> {
+    ) -> Result<Response<BoxedStream<HandshakeResponse>>, Status> {
         let pair = authorization(&request).and_then(auth::basic);
         let Some((key, secret)) = pair else { return Err(auth::unauthenticated()) };
         let known = self.state.keys.with_current(|c| c.verify(&key, &secret));
@@ -383,7 +383,7 @@ impl FlightSqlService for Door {
         tracing::info!(%key, result = "ok", "flight sql handshake");
         let header = MetadataValue::try_from(format!("Bearer {token}")).map_err(internal)?;
         let answer = HandshakeResponse { protocol_version: 0, payload: token.into_bytes().into() };
-        let mut response: Response<Stream_<HandshakeResponse>> =
+        let mut response: Response<BoxedStream<HandshakeResponse>> =
             Response::new(Box::pin(futures::stream::iter(vec![Ok(answer)])));
         response.metadata_mut().insert("authorization", header);
         Ok(response)
@@ -452,7 +452,7 @@ impl FlightSqlService for Door {
         prepared.retain(|_, p| p.used.elapsed() < KEPT);
         prepared.insert(
             handle,
-            Prepared { key, sql: query.query, dataset, parameters, values: None, used: Instant::now() },
+            Prepared { key, sql: query.query, parameters, values: None, used: Instant::now() },
         );
         Ok(result)
     }
@@ -582,10 +582,22 @@ impl FlightSqlService for Door {
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         let key = self.authenticate(&request)?;
         let snapshot = query::snapshot(&self.state.store, None).map_err(|r| refusal_status(r).0)?;
-        let tables = if query.include_schema {
-            self.tables.described(&snapshot, |sql| self.execute_unlogged(&key, sql, true)).await?
-        } else {
-            metadata::Tables::names(&snapshot)
+        let tables = match self.tables.cached(&snapshot) {
+            Some(described) if query.include_schema => described,
+            None if query.include_schema => {
+                // Each table's columns as its query answers with them (planned, not run).
+                let mut described = Vec::new();
+                for table in metadata::Tables::names(&snapshot).iter() {
+                    let sql = format!("SELECT * FROM \"{}\"", table.name.replace('"', "\"\""));
+                    let (schema, _) =
+                        self.execute_unlogged(&key, &sql, true).await.map_err(|r| refusal_status(r).0)?;
+                    described.push(metadata::Table { schema, ..table.clone() });
+                }
+                let described = Arc::new(described);
+                self.tables.keep(&snapshot, Arc::clone(&described));
+                described
+            }
+            _ => metadata::Tables::names(&snapshot),
         };
         let (schema, batch) = metadata::tables(query, &tables)?;
         Ok(Response::new(flight_stream(schema, vec![batch])))
