@@ -35,7 +35,8 @@ pub fn rate_limited(refusal: Refusal) -> Status {
 /// The key and secret of a `Basic` authorization header (`key:secret` in base64).
 pub fn basic(header: &str) -> Option<(String, String)> {
     let encoded = header.strip_prefix("Basic ").or_else(|| header.strip_prefix("basic "))?;
-    let decoded = base64::engine::general_purpose::STANDARD.decode(encoded.trim()).ok()?;
+    // Padded or not (Go's Flight client sends it without padding).
+    let decoded = base64::engine::general_purpose::STANDARD_NO_PAD.decode(encoded.trim().trim_end_matches('=')).ok()?;
     let text = String::from_utf8(decoded).ok()?;
     let (key, secret) = text.split_once(':')?;
     Some((key.to_string(), secret.to_string()))
@@ -88,6 +89,8 @@ mod tests {
         // "demo-key:demo:secret" — the secret may hold a colon.
         let header = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("demo-key:demo:secret"));
         assert_eq!(basic(&header), Some(("demo-key".into(), "demo:secret".into())));
+        let unpadded = format!("Basic {}", base64::engine::general_purpose::STANDARD_NO_PAD.encode("k:s1"));
+        assert_eq!(basic(&unpadded), Some(("k".into(), "s1".into())));
         assert_eq!(basic("Basic !!!"), None);
         assert_eq!(basic("Bearer abc"), None);
         assert_eq!(bearer("Bearer abc"), Some("abc"));

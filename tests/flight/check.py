@@ -341,7 +341,8 @@ def main() -> int:
         with connect(tls_uri, **{root: cert.read_text()}) as secure:
             n = query(secure, "SELECT count(*) AS n FROM catalog").column("n").to_pylist()
             check("TLS (grpc+tls, the test's certificate trusted)", n == [table.num_rows], str(n))
-            hostile = "SELECT count(*) FROM catalog a, catalog b, catalog c, catalog d"
+            hostile = ("SELECT count(*) FROM catalog a CROSS JOIN catalog b CROSS JOIN "
+                       "(SELECT ano FROM catalog LIMIT 200) c WHERE a.modelo < b.modelo")
             t0 = time.monotonic()
             err = error_of(lambda: query(secure, hostile))
             took = time.monotonic() - t0
