@@ -427,7 +427,7 @@ def pull(binary, path, served, rows):
         def flight():
             with flight_sql.connect(f"grpc://127.0.0.1:{port}",
                                     db_kwargs={"username": HEADERS["X-API-Key"],
-                                               "password": HEADERS["X-API-Secret"]}) as conn:
+                                               "password": HEADERS["X-API-Secret"]}, autocommit=True) as conn:
                 with conn.cursor() as cur:
                     cur.execute("SELECT * FROM catalog")
                     return cur.fetch_arrow_table()
