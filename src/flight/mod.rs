@@ -34,7 +34,7 @@ use arrow_flight::{
     Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
     SchemaAsIpc, Ticket,
 };
-use datafusion::arrow::array::{Array, RecordBatch, RecordBatchOptions};
+use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamDecoder;

@@ -608,3 +608,346 @@ fn has_parameters(sql: &str) -> bool {
 fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<String> {
     crate::engine::sql::query::bind(sql, params, numeric).map_err(|m| error("42P02", m))
 }
+
+/// The bound statement of a portal.
+fn bound(portal: &Portal<String>, inferred: &[Type]) -> PgWireResult<String> {
+    let mut values = Vec::with_capacity(portal.parameter_len());
+    let mut numeric = Vec::with_capacity(portal.parameter_len());
+    for i in 0..portal.parameter_len() {
+        let declared = match portal.statement.parameter_types.get(i).cloned().flatten() {
+            Some(t) if t != Type::UNKNOWN => t,
+            _ => inferred.get(i).cloned().unwrap_or(Type::UNKNOWN),
+        };
+        let (value, is_number) = match declared {
+            Type::INT2 => (portal.parameter::<i16>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::INT4 => (portal.parameter::<i32>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::INT8 => (portal.parameter::<i64>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::FLOAT4 => (portal.parameter::<f32>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::FLOAT8 => (portal.parameter::<f64>(i, &declared)?.map(|v| v.to_string()), true),
+            Type::BOOL => (portal.parameter::<bool>(i, &declared)?.map(|v| v.to_string()), true),
+            _ => (portal.parameter::<String>(i, &Type::TEXT)?, false),
+        };
+        values.push(value);
+        numeric.push(is_number);
+    }
+    bind(&portal.statement.statement, &values, &numeric)
+}
+
+/// What a statement is to this door: a session statement, a COPY to the client or a cursor
+/// statement (each answered here), or a query for the engine.
+enum Command {
+    Session(session::Statement),
+    Copy(copy::CopyOut),
+    Cursor(session::Cursor),
+    Query,
+}
+
+impl Command {
+    /// Classifies `sql`; a COPY or cursor statement of a form not allowed is its error.
+    fn of(sql: &str) -> PgWireResult<Command> {
+        if let Some(statement) = session::parse(sql) {
+            return Ok(Command::Session(statement));
+        }
+        if let Some(copy) = copy::parse(sql) {
+            return copy.map(Command::Copy).map_err(|m| error("42501", format!("consulta SQL não permitida: {m}")));
+        }
+        if let Some(cursor) = session::parse_cursor(sql) {
+            return cursor.map(Command::Cursor).map_err(|m| error("0A000", format!("consulta SQL não suportada: {m}")));
+        }
+        Ok(Command::Query)
+    }
+}
+
+impl Backend {
+    /// Answers a statement that is not a query for the engine; `None` for a query.
+    async fn command<C: ClientInfo>(
+        &self,
+        client: &C,
+        command: Command,
+        format: &Format,
+    ) -> PgWireResult<Option<Response>> {
+        Ok(Some(match command {
+            Command::Session(statement) => self.session(client, statement, format)?,
+            Command::Copy(copy) => copy_out(&self.run(&copy.query, user_of(client)).await?, &copy.format)?,
+            Command::Cursor(cursor) => self.cursor(cursor, user_of(client), format).await?,
+            Command::Query => return Ok(None),
+        }))
+    }
+
+    /// The columns a statement that is not a query for the engine answers with (`SHOW`'s, a
+    /// FETCH's; none for the others); `None` for a query.
+    fn command_fields(&self, command: &Command, format: &Format) -> Option<Vec<FieldInfo>> {
+        match command {
+            Command::Session(statement) => Some(session_fields(statement)),
+            Command::Copy(_) => Some(Vec::new()),
+            Command::Cursor(cursor) => Some(self.cursor_fields(cursor, format)),
+            Command::Query => None,
+        }
+    }
+}
+
+impl Backend {
+    /// One statement of a simple query.
+    async fn simple_statement<C>(&self, client: &mut C, statement: &str) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        if let Some(response) = self.command(client, Command::of(statement)?, &Format::UnifiedText).await? {
+            return Ok(response);
+        }
+        let frame = self.run(statement, user_of(client)).await?;
+        Backend::response(&frame, &Format::UnifiedText)
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for Backend {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        self.register(client);
+        // A simple query may hold several statements (psql -c "a; b", asyncpg's execute): each
+        // answered in turn, up to the first that fails, as PostgreSQL does.
+        let statements = session::split_statements(query);
+        if statements.is_empty() {
+            return Ok(vec![Response::EmptyQuery]);
+        }
+        let several = statements.len() > 1;
+        let mut responses = Vec::with_capacity(statements.len());
+        for statement in statements {
+            match self.simple_statement(client, statement).await {
+                Ok(response) => responses.push(response),
+                Err(PgWireError::UserError(e)) if several => {
+                    responses.push(Response::Error(e));
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(responses)
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Backend {
+    type Statement = String;
+    type QueryParser = NoopQueryParser;
+
+    fn query_parser(&self) -> Arc<Self::QueryParser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo
+            + pgwire::api::ClientPortalStore
+            + futures::Sink<pgwire::messages::PgWireBackendMessage>
+            + Unpin
+            + Send
+            + Sync,
+        C::PortalStore: pgwire::api::store::PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as futures::Sink<pgwire::messages::PgWireBackendMessage>>::Error>,
+    {
+        self.register(client);
+        let sql = self.bound(portal)?;
+        let command = Command::of(&sql)?;
+        // A cursor is also a portal of its name, which drivers describe (psycopg's named cursors
+        // ask its columns so): described as a FETCH of all its rows.
+        match &command {
+            Command::Cursor(session::Cursor::Declare { name, .. }) => {
+                let fetch = format!("FETCH ALL FROM \"{}\"", name.replace('"', "\"\""));
+                let statement = Arc::new(StoredStatement::new(name.clone(), fetch, vec![]));
+                let portal = Arc::new(Portal::new_cursor(name.clone(), statement));
+                pgwire::api::store::PortalStore::put_portal(client.portal_store(), portal);
+            }
+            Command::Cursor(session::Cursor::Close(Some(name))) => {
+                pgwire::api::store::PortalStore::rm_portal(client.portal_store(), name);
+            }
+            _ => {}
+        }
+        if let Some(response) = self.command(client, command, &portal.result_column_format).await? {
+            return Ok(response);
+        }
+        let cached = {
+            let mut d = self.described.lock().unwrap_or_else(|e| e.into_inner());
+            match d.take() {
+                Some((s, frame)) if s == sql => Some(frame),
+                _ => None,
+            }
+        };
+        let frame = match cached {
+            Some(f) => f,
+            None => self.run(&sql, user_of(client)).await?,
+        };
+        Backend::response(&frame, &portal.result_column_format)
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        stmt: &StoredStatement<Self::Statement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let types: Vec<Type> = stmt.parameter_types.iter().map(|t| t.clone().unwrap_or(Type::UNKNOWN)).collect();
+        if let Some(described) = self.command_fields(&Command::of(&stmt.statement)?, &Format::UnifiedText) {
+            return Ok(DescribeStatementResponse::new(types, described));
+        }
+        if !types.is_empty() || has_parameters(&stmt.statement) {
+            let user = user_of(client).unwrap_or_default();
+            let (frame, types) = self.describe_parameters(stmt, &user).await?;
+            return Ok(DescribeStatementResponse::new(types, fields(&frame, &Format::UnifiedText)));
+        }
+        let frame = self.run(&stmt.statement, user_of(client)).await?;
+        let described = fields(&frame, &Format::UnifiedText);
+        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((stmt.statement.clone(), frame));
+        Ok(DescribeStatementResponse::new(types, described))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Self::Statement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let sql = self.bound(portal)?;
+        if let Some(described) = self.command_fields(&Command::of(&sql)?, &portal.result_column_format) {
+            return Ok(DescribePortalResponse::new(described));
+        }
+        let frame = self.run(&sql, user_of(client)).await?;
+        let described = fields(&frame, &portal.result_column_format);
+        *self.described.lock().unwrap_or_else(|e| e.into_inner()) = Some((sql, frame));
+        Ok(DescribePortalResponse::new(described))
+    }
+}
+
+/// One connection's handlers.
+struct Handlers {
+    backend: Arc<Backend>,
+    login: auth::Login,
+    cancels: Cancels,
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        Arc::clone(&self.backend)
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        Arc::clone(&self.backend)
+    }
+
+    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
+        let mut parameters = DefaultServerParameterProvider::default();
+        parameters.server_version = SERVER_VERSION.to_owned();
+        parameters.default_transaction_read_only = true;
+        parameters.is_superuser = false;
+        parameters.time_zone = "UTC".to_owned();
+        parameters.date_style = "ISO, MDY".to_owned();
+        Arc::new(auth::Startup::new(self.login.clone(), parameters))
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        Arc::new(CancelRequests(Arc::clone(&self.cancels)))
+    }
+}
+
+/// An ErrorResponse message: FATAL, `code`, `message` (sent before a connection's start-up is
+/// read, to a connection that is refused).
+fn fatal(code: &str, message: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (field, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
+        body.push(field);
+        body.extend_from_slice(value.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut out = vec![b'E'];
+    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Gives a connection's place back when it ends.
+struct Open(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Serves the PostgreSQL protocol on `listener` until the process stops: at most
+/// `max_connections` at once (one more is answered 53300 and closed), each closed when it has
+/// not authenticated within `startup_timeout` (a client that never finishes its start-up holds
+/// no place for long).
+pub async fn serve(listener: TcpListener, state: PgState) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let open = Arc::new(AtomicUsize::new(0));
+    let cancels: Cancels = Arc::default();
+    let logins = Arc::new(auth::Logins::new(Arc::clone(&state.keys), state.tls.as_deref()));
+    loop {
+        let (mut socket, peer) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "PostgreSQL front door: accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        if open.fetch_add(1, Ordering::Relaxed) >= state.max_connections {
+            open.fetch_sub(1, Ordering::Relaxed);
+            crate::process::metrics::pg_query("refused");
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let message = "sorry, too many clients already (limite de conexões PostgreSQL atingido)";
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(1), socket.write_all(&fatal("53300", message)))
+                        .await;
+                let _ = socket.shutdown().await;
+            });
+            continue;
+        }
+        let place = Open(Arc::clone(&open));
+        let authenticated = Arc::new(AtomicBool::new(false));
+        let handlers = Handlers {
+            backend: Arc::new(Backend::new(state.clone(), Arc::clone(&cancels))),
+            login: auth::Login::new(Arc::clone(&logins), Arc::clone(&authenticated)),
+            cancels: Arc::clone(&cancels),
+        };
+        let deadline = state.startup_timeout;
+        let tls = state.tls.as_ref().map(|t| t.acceptor.clone());
+        tokio::spawn(async move {
+            let _place = place;
+            let connection = pgwire::tokio::process_socket(socket, tls, handlers);
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                r = &mut connection => Some(r),
+                () = tokio::time::sleep(deadline) => None,
+            };
+            let result = match result {
+                Some(r) => r,
+                // Past the deadline: closed (the future and its socket dropped) unless the client
+                // has authenticated, whose connection goes on.
+                None if !authenticated.load(Ordering::Relaxed) => {
+                    tracing::debug!(%peer, "PostgreSQL connection closed: no authentication within the deadline");
+                    return;
+                }
+                None => connection.await,
+            };
+            if let Err(e) = result {
+                tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");
+            }
+        });
+    }
+}
