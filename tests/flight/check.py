@@ -158,7 +158,8 @@ def compare(q, conn_pg, conn_flight) -> str | None:
         return f"skip: refused over Flight: {str(e)[:200]}" if q.known else f"refused over Flight: {str(e)[:300]}"
     if table.column_names != want.names:
         return f"columns {table.column_names}, PostgreSQL {want.names}"
-    got_rows = [tuple(r.values()) for r in table.to_pylist()]
+    # By position: an answer may repeat a column name, as PostgreSQL's may.
+    got_rows = list(zip(*[column.to_pylist() for column in table.columns])) if table.num_columns else []
     want_rows = want.rows
     if len(got_rows) != len(want_rows):
         return f"{len(got_rows)} rows, PostgreSQL {len(want_rows)}"
