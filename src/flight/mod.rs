@@ -31,8 +31,8 @@ use arrow_flight::sql::{
     ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
-    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
-    SchemaAsIpc, Ticket,
+    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage, SchemaAsIpc,
+    Ticket,
 };
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::buffer::Buffer;
@@ -203,11 +203,7 @@ fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch
     decoder.finish().map_err(internal)?;
     let schema = decoder.schema().ok_or_else(|| internal("the worker's answer has no schema"))?;
     let wire: SchemaRef = Arc::new(Schema::new(
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone().with_name(wire_name(f.name())))
-            .collect::<Vec<Field>>(),
+        schema.fields().iter().map(|f| f.as_ref().clone().with_name(wire_name(f.name()))).collect::<Vec<Field>>(),
     ));
     let batches = batches
         .into_iter()
@@ -355,8 +351,7 @@ fn bound_values(batches: &[RecordBatch]) -> Result<(Vec<Option<String>>, Vec<boo
     let mut numeric = Vec::with_capacity(batch.num_columns());
     for column in batch.columns() {
         let column = column.as_ref();
-        let value =
-            if column.is_null(0) { None } else { Some(array_value_to_string(column, 0).map_err(internal)?) };
+        let value = if column.is_null(0) { None } else { Some(array_value_to_string(column, 0).map_err(internal)?) };
         values.push(value);
         numeric.push(column.data_type().is_numeric());
     }
@@ -450,10 +445,7 @@ impl FlightSqlService for Door {
         };
         let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
         prepared.retain(|_, p| p.used.elapsed() < KEPT);
-        prepared.insert(
-            handle,
-            Prepared { key, sql: query.query, parameters, values: None, used: Instant::now() },
-        );
+        prepared.insert(handle, Prepared { key, sql: query.query, parameters, values: None, used: Instant::now() });
         Ok(result)
     }
 
@@ -589,8 +581,7 @@ impl FlightSqlService for Door {
                 let mut described = Vec::new();
                 for table in metadata::Tables::names(&snapshot).iter() {
                     let sql = format!("SELECT * FROM \"{}\"", table.name.replace('"', "\"\""));
-                    let (schema, _) =
-                        self.execute_unlogged(&key, &sql, true).await.map_err(|r| refusal_status(r).0)?;
+                    let (schema, _) = self.execute_unlogged(&key, &sql, true).await.map_err(|r| refusal_status(r).0)?;
                     described.push(metadata::Table { schema, ..table.clone() });
                 }
                 let described = Arc::new(described);
@@ -703,8 +694,8 @@ mod tests {
     fn ipc(rows: i64) -> Vec<u8> {
         let name = format!("n{}1", crate::engine::sql::names::MARK);
         let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Int64, false)]));
-        let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from_iter_values(0..rows))])
-            .unwrap();
+        let batch =
+            RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from_iter_values(0..rows))]).unwrap();
         let mut out = Vec::new();
         let mut w = StreamWriter::try_new(&mut out, &schema).unwrap();
         w.write(&batch).unwrap();

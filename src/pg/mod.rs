@@ -338,7 +338,9 @@ impl Backend {
         };
         match answer {
             Ok((frame, _)) => Ok(frame),
-            Err(Refusal::NoData) => Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes")),
+            Err(Refusal::NoData) => {
+                Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"))
+            }
             Err(Refusal::Refused(r)) => Err(match r {
                 Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
                 Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),

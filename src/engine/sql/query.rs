@@ -53,8 +53,8 @@ pub async fn run_ipc(
     cancel: Arc<AtomicBool>,
 ) -> Result<Vec<u8>, Refusal> {
     let offered = offered_tables(&snapshot.info.views);
-    let checked = sandbox::check(statement.sql, &offered, statement.user, statement.positional)
-        .map_err(Refusal::Refused)?;
+    let checked =
+        sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
     let runner = Arc::clone(runner);
     let describe = statement.describe;
     let (done, result) = tokio::sync::oneshot::channel();
@@ -79,9 +79,9 @@ pub async fn run_frame(
 ) -> Result<(DataFrame, bool), Refusal> {
     let max_rows = runner.limits().max_rows;
     let bytes = run_ipc(runner, snapshot, statement, cancel).await?;
-    let frame = IpcStreamReader::new(std::io::Cursor::new(bytes)).finish().map_err(|e| {
-        Refusal::Outcome(Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")))
-    })?;
+    let frame = IpcStreamReader::new(std::io::Cursor::new(bytes))
+        .finish()
+        .map_err(|e| Refusal::Outcome(Outcome::Failed(format!("cannot read the SQL worker's answer: {e}"))))?;
     let truncated = frame.height() > max_rows;
     Ok(if truncated { (frame.head(Some(max_rows)), true) } else { (frame, false) })
 }
