@@ -223,11 +223,38 @@ fn schema_bytes(schema: &Schema) -> Result<prost::bytes::Bytes, Status> {
     Ok(bytes)
 }
 
-/// A stream of Flight data for `batches` (split into messages of at most about 2 MB).
+/// Bytes of Arrow data per Flight message, about.
+const MESSAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// `batches` cut into slices of about [`MESSAGE_BYTES`] each (no copy). Their size is measured
+/// on the slice: the decoded answer's arrays are views into one buffer, whose whole size the
+/// encoder's own split would count for every column and cut into slivers of a few rows.
+fn messages(batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            continue;
+        }
+        let bytes: usize =
+            batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_default()).sum();
+        let per = rows.div_ceil(bytes.div_ceil(MESSAGE_BYTES).max(1)).max(1);
+        let mut start = 0;
+        while start < rows {
+            let len = per.min(rows - start);
+            out.push(batch.slice(start, len));
+            start += len;
+        }
+    }
+    out
+}
+
+/// A stream of Flight data for `batches`, in messages of about [`MESSAGE_BYTES`].
 fn flight_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> BoxedStream<arrow_flight::FlightData> {
     let stream = FlightDataEncoderBuilder::new()
         .with_schema(schema)
-        .build(futures::stream::iter(batches.into_iter().map(Ok::<_, arrow_flight::error::FlightError>)))
+        .with_max_flight_data_size(usize::MAX)
+        .build(futures::stream::iter(messages(batches).into_iter().map(Ok::<_, arrow_flight::error::FlightError>)))
         .map_err(Status::from);
     Box::pin(stream)
 }
@@ -711,6 +738,11 @@ mod tests {
         assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 10);
         let (_, batches) = decode(ipc(3), 10).unwrap();
         assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+        // A large answer goes in messages of about 2 MB, measured on their own rows.
+        let (_, batches) = decode(ipc(1_000_000), 1_000_000).unwrap();
+        let messages = messages(batches);
+        assert_eq!(messages.iter().map(RecordBatch::num_rows).sum::<usize>(), 1_000_000);
+        assert!(messages.len() >= 4 && messages.len() <= 8, "{}", messages.len());
     }
 
     #[test]
