@@ -550,7 +550,7 @@ impl FlightSqlService for Door {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.authorize(&request)?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         self.metadata_info(query, &schema, request.into_inner())
     }
 
@@ -627,7 +627,7 @@ impl FlightSqlService for Door {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.authorize(&request)?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         self.metadata_info(query, &schema, request.into_inner())
     }
 
@@ -669,7 +669,7 @@ impl FlightSqlService for Door {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.authorize(&request)?;
-        let schema = query.clone().into_builder(metadata::xdbc_types()).schema();
+        let schema = query.into_builder(metadata::xdbc_types()).schema();
         self.metadata_info(query, &schema, request.into_inner())
     }
 
