@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test s3-test cluster cluster-test report report-test formats-test ui-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -28,6 +28,7 @@ help:
 	@echo "make ui-test  the explorer (/explore) in headless Chromium: sign-in, facets, sort, cursor, vehicle, comparison, SQL, axe-core, screenshots in target/ui/"
 	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
 	@echo "make pg-test   the PostgreSQL front door with psycopg, psql, pgjdbc, pandas/SQLAlchemy and connectorx, compared with DuckDB"
+	@echo "make flight-test  the Arrow Flight SQL door with ADBC (pyarrow, Polars, pandas), compared with a real PostgreSQL server"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
@@ -46,6 +47,7 @@ test:
 	$(MAKE) formats-test
 	$(MAKE) sql-test
 	$(MAKE) pg-test
+	$(MAKE) flight-test
 	$(MAKE) s3-test
 	$(MAKE) report-test
 	$(MAKE) ui-test
@@ -183,6 +185,19 @@ POSTGRESQL_INSTALL = command -v /usr/lib/postgresql/*/bin/initdb >/dev/null || a
 sql-test: build $(PG_VENV)/.installed
 	$(POSTGRESQL_INSTALL)
 	$(PG_VENV)/bin/python tests/sql/against_postgres.py --binary $(BIN)
+
+# The Arrow Flight SQL door (tests/flight/check.py) with the ADBC Flight SQL driver, read from
+# pyarrow, Polars and pandas, compared with the real PostgreSQL server of make sql-test on the same
+# export; TLS with a certificate made by openssl. The driver goes into .venv-pg/ beside psycopg.
+flight-test: build $(PG_VENV)/.flight-installed
+	$(POSTGRESQL_INSTALL)
+	command -v openssl >/dev/null || apt-get install -y openssl || (apt-get update && apt-get install -y openssl)
+	$(PG_VENV)/bin/python tests/flight/check.py --binary $(BIN)
+
+$(PG_VENV)/.flight-installed: tests/flight/requirements.txt tests/pg/requirements.txt
+	test -x $(PG_VENV)/bin/python || $(PYTHON) -m venv $(PG_VENV)
+	$(PG_VENV)/bin/python -m pip install --quiet --no-input --disable-pip-version-check -r tests/flight/requirements.txt
+	touch $@
 
 $(PG_VENV)/.installed: tests/pg/requirements.txt
 	test -x $(PG_VENV)/bin/python || $(PYTHON) -m venv $(PG_VENV)

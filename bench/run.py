@@ -6,6 +6,11 @@
 - DuckDB in-process on the same Parquet file: loading it into a table, and the same filtered
   ranking as SQL.
 
+The whole catalog pulled as Arrow three ways: over Arrow Flight SQL (`SELECT * FROM catalog`
+with the ADBC Flight SQL driver), over HTTP (`GET /catalog/export?format=arrow` read by
+pyarrow), and by DuckDB reading the Parquet file itself; rows/s and MB/s of each (`--only pull`
+runs that part alone).
+
 Catalogs of 12k / 100k / 1M rows come from the project's own generator and are cached under
 target/bench/data. Everything runs on 127.0.0.1, every load is bounded in time, and the figures
 are reported, never asserted: the run exits 0 whatever they are (non-zero only when something
@@ -31,6 +36,7 @@ import traceback
 import unicodedata
 import urllib.parse
 
+import adbc_driver_flightsql.dbapi as flight_sql
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -266,6 +272,8 @@ def wrk(url, paths, seconds, connections=32, threads=2, cores=None):
 
 
 def wrk_version():
+    if shutil.which("wrk") is None:
+        return None
     out = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
     return (out.stdout + out.stderr).split("\n")[0].strip()
 
@@ -430,6 +438,67 @@ SELECT id, eco_score FROM s ORDER BY eco_score DESC, id ASC LIMIT 10
 # --------------------------------------------------------------------------- one size
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pull(binary, path, served, rows):
+    """The whole catalog as an Arrow table three ways (median of three timed pulls after a
+    warm-up): Flight SQL through ADBC, the HTTP Arrow export read by pyarrow, and DuckDB reading
+    the Parquet file. Returns seconds, rows and Arrow bytes of each."""
+    port = free_port()
+    argv = [binary, "serve", "--bind", "127.0.0.1:0", "--flight-bind", f"127.0.0.1:{port}", "--data", served,
+            "--log", "warn", "--sql-max-rows", str(min(max(rows, 1), 1_000_000)), "--sql-timeout-ms", "600000",
+            "--sql-memory-mb", "8192"]
+    server = Server(argv)
+    out = {}
+    try:
+        wait_ready(server)
+
+        def flight():
+            with flight_sql.connect(f"grpc://127.0.0.1:{port}",
+                                    db_kwargs={"username": HEADERS["X-API-Key"],
+                                               "password": HEADERS["X-API-Secret"]}, autocommit=True) as conn:
+                with conn.cursor() as cur:
+                    cur.execute("SELECT * FROM catalog")
+                    return cur.fetch_arrow_table()
+
+        def http_arrow():
+            conn = http.client.HTTPConnection(server.host, server.port, timeout=600)
+            try:
+                status, body = get(conn, "/catalog/export?format=arrow")
+            finally:
+                conn.close()
+            if status != 200:
+                raise RuntimeError(f"/catalog/export?format=arrow answered {status}: {body[:200]!r}")
+            return pa.ipc.open_stream(body).read_all()
+
+        def duck():
+            con = duckdb.connect()
+            try:
+                return con.execute("SELECT * FROM read_parquet(?)", [path]).arrow()
+            finally:
+                con.close()
+
+        for name, fn in (("flight", flight), ("http_arrow", http_arrow), ("duckdb", duck)):
+            table = fn()  # warm-up: the SQL tables written, the file in the page cache
+            times = []
+            for _ in range(3):
+                t = time.perf_counter()
+                table = fn()
+                times.append(time.perf_counter() - t)
+            if hasattr(table, "read_all"):
+                table = table.read_all()
+            out[name] = {"s": statistics.median(times), "rows": table.num_rows, "bytes": table.nbytes}
+            server.check_alive()
+    finally:
+        server.stop()
+    return out
+
+
 def bench_size(args, rows, results):
     binary = args.binary
     path = catalog(binary, rows, SEED)
@@ -440,6 +509,10 @@ def bench_size(args, rows, results):
     row = {"rows": rows}
     try:
         row["arrow_bytes"] = arrow_bytes(path)
+        row["pull"] = pull(binary, path, served, rows)
+        if args.only == "pull":
+            results.append(row)
+            return row
 
         os.sync()  # the copy is on disk: no write-back competes with the loads timed below
         # DuckDB's load and the service's cold start: the median of three of each, alternating
@@ -751,6 +824,21 @@ def ratios(row):
         out.append({"rows": n, "metric": metric, "value": value, "reference": reference, "ratio": ratio,
                     "target": target, "met": met, "failed": failed})
 
+    if "pull" in row:
+        p = row["pull"]
+        for name, label in (("flight", "Flight SQL (ADBC)"), ("http_arrow", "HTTP export?format=arrow"),
+                            ("duckdb", "DuckDB read_parquet")):
+            q = p[name]
+            add(f"whole catalog via {label}: rows/s", round(q["rows"] / q["s"]), q["rows"], None, "", None)
+            add(f"whole catalog via {label}: MB/s (Arrow)", round(q["bytes"] / mb / q["s"], 1),
+                round(q["bytes"] / mb, 1), None, "", None)
+        f, h, d = p["flight"]["s"], p["http_arrow"]["s"], p["duckdb"]["s"]
+        add("whole catalog: Flight SQL time (s) vs HTTP Arrow export", round(f, 3), round(h, 3), round(f / h, 2),
+            "<= 1x", f <= h, at=1_000_000)
+        add("whole catalog: Flight SQL time (s) vs DuckDB local read", round(f, 3), round(d, 3), round(f / d, 2),
+            "<= 2x", f <= 2 * d, at=1_000_000)
+    if "swap_s" not in row:
+        return out
     same, combos = row["custom_same_as_duckdb"]
     add("filtered custom rankings identical to DuckDB's (filters)", same, combos, None, "all", same == combos)
 
@@ -951,10 +1039,12 @@ def main():
     parser.add_argument("--binary", required=True, help="the eco-insights release binary")
     parser.add_argument("--ceiling", required=True, help="the static ceiling example binary")
     parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "12000,100000,1000000"))
+    parser.add_argument("--only", choices=["pull"], default=os.environ.get("BENCH_ONLY") or None,
+                        help="run only this part (pull: the whole catalog via Flight SQL, HTTP Arrow and DuckDB)")
     parser.add_argument("--seconds", type=int, default=int(os.environ.get("BENCH_SECONDS", "5")),
                         help="duration of each load (wrk)")
     args = parser.parse_args()
-    if shutil.which("wrk") is None:
+    if shutil.which("wrk") is None and args.only is None:
         sys.exit("wrk is not installed (make bench installs it)")
 
     results, errors = [], []

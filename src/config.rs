@@ -171,6 +171,26 @@ pub struct ServeArgs {
     /// --header-timeout-ms is closed.
     #[arg(long, env = "ECO_PG_MAX_CONNECTIONS", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub pg_max_connections: usize,
+    /// Also serve analysts' SQL over Arrow Flight SQL (gRPC) on this address: ADBC and the
+    /// JDBC/ODBC Flight SQL drivers, answers as Arrow record batches. Sign-in is a basic-auth
+    /// handshake with an API key and its secret, answered with a bearer token (valid 1 h, and only
+    /// while the key is in the credentials file). Off when unset; port 0 picks a free port
+    /// (printed as `flight listening on ADDR`). An address that is not loopback needs
+    /// --flight-tls-cert and --flight-tls-key, or --flight-allow-plaintext (refused otherwise, exit 1).
+    #[arg(long, env = "ECO_FLIGHT_BIND")]
+    pub flight_bind: Option<String>,
+    /// PEM file of the Flight SQL door's TLS certificate (the server's first, then its
+    /// intermediates); with --flight-tls-key the door speaks gRPC over TLS 1.2/1.3 only. Both or
+    /// neither; unreadable or mismatched files are refused (exit 1).
+    #[arg(long, env = "ECO_FLIGHT_TLS_CERT", value_name = "FILE")]
+    pub flight_tls_cert: Option<PathBuf>,
+    /// PEM file of the private key of --flight-tls-cert (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, env = "ECO_FLIGHT_TLS_KEY", value_name = "FILE")]
+    pub flight_tls_key: Option<PathBuf>,
+    /// Serve the Flight SQL door without TLS on an address that is not loopback (secrets, tokens,
+    /// queries and answers cross the network in clear text).
+    #[arg(long, env = "ECO_FLIGHT_ALLOW_PLAINTEXT")]
+    pub flight_allow_plaintext: bool,
     /// Rows an analyst's SQL query returns at most (`POST /sql` and the PostgreSQL door; the
     /// dialect is PostgreSQL's, run by Apache DataFusion); the rest are cut and `meta.truncated`
     /// says so.
@@ -247,6 +267,21 @@ impl ServeArgs {
             (Some(_), None) => anyhow::bail!("--pg-tls-cert needs --pg-tls-key (ECO_PG_TLS_KEY): give both or neither"),
             (None, Some(_)) => {
                 anyhow::bail!("--pg-tls-key needs --pg-tls-cert (ECO_PG_TLS_CERT): give both or neither")
+            }
+        }
+    }
+
+    /// The Flight SQL door's certificate and key files (`--flight-tls-cert`, `--flight-tls-key`):
+    /// both or neither.
+    pub fn flight_tls_files(&self) -> anyhow::Result<Option<(&std::path::Path, &std::path::Path)>> {
+        match (&self.flight_tls_cert, &self.flight_tls_key) {
+            (Some(cert), Some(key)) => Ok(Some((cert, key))),
+            (None, None) => Ok(None),
+            (Some(_), None) => {
+                anyhow::bail!("--flight-tls-cert needs --flight-tls-key (ECO_FLIGHT_TLS_KEY): give both or neither")
+            }
+            (None, Some(_)) => {
+                anyhow::bail!("--flight-tls-key needs --flight-tls-cert (ECO_FLIGHT_TLS_CERT): give both or neither")
             }
         }
     }

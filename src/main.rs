@@ -205,10 +205,43 @@ fn pg_tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<eco_insights::pg::tls::
     Ok(Some(Arc::new(eco_insights::pg::tls::Tls::load(cert, key)?)))
 }
 
+/// The Flight SQL door's TLS, when `--flight-bind` is given: its certificate and key checked
+/// (`None` without them); an error when only one is given, a file is unusable, or the door would
+/// listen in clear text beyond loopback without `--flight-allow-plaintext`.
+fn flight_tls(args: &ServeArgs) -> anyhow::Result<Option<eco_insights::flight::Tls>> {
+    let files = args.flight_tls_files()?;
+    let Some(flight_bind) = &args.flight_bind else {
+        if files.is_some() {
+            tracing::warn!("--flight-tls-cert and --flight-tls-key are ignored without --flight-bind");
+        }
+        return Ok(None);
+    };
+    let Some((cert, key)) = files else {
+        if !bind_is_loopback(flight_bind) {
+            if !args.flight_allow_plaintext {
+                anyhow::bail!(
+                    "--flight-bind {flight_bind} is not a loopback address and the Flight SQL door has no TLS: \
+                     secrets, tokens, queries and answers would cross the network in clear text. Give \
+                     --flight-tls-cert and --flight-tls-key (ECO_FLIGHT_TLS_CERT, ECO_FLIGHT_TLS_KEY), bind \
+                     127.0.0.1, or pass --flight-allow-plaintext (ECO_FLIGHT_ALLOW_PLAINTEXT=true)"
+                );
+            }
+            tracing::warn!(
+                addr = %flight_bind,
+                "the Flight SQL door serves beyond loopback without TLS (--flight-allow-plaintext): secrets, \
+                 tokens, queries and answers cross the network in clear text"
+            );
+        }
+        return Ok(None);
+    };
+    Ok(Some(eco_insights::flight::Tls::load(cert, key)?))
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Dropped last: writes out the log lines still queued.
     let _log = eco_insights::process::logging::init(&args.log, args.log_format)?;
     let pg_tls = pg_tls(&args)?;
+    let flight_tls = flight_tls(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .max_blocking_threads(BLOCKING_THREADS)
         .on_thread_start(eco_insights::process::priority::register_serving_thread)
@@ -227,7 +260,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let credentials_seen = FileStamp::now(&args.credentials);
     let credentials = Credentials::load(&args.credentials)?;
     // The demo pair opens the PostgreSQL door as much as the HTTP one.
-    let public_bind = [Some(&args.bind), args.pg_bind.as_ref()].into_iter().flatten().find(|b| !bind_is_loopback(b));
+    let public_bind = [Some(&args.bind), args.pg_bind.as_ref(), args.flight_bind.as_ref()]
+        .into_iter()
+        .flatten()
+        .find(|b| !bind_is_loopback(b));
     let demo_allowed = args.allow_demo_credentials || public_bind.is_none();
     if credentials.demo_active() {
         if let (false, Some(public_bind)) = (demo_allowed, public_bind) {
@@ -238,8 +274,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 args.credentials.display(),
                 if public_bind == &args.bind {
                     format!("--bind {public_bind}")
-                } else {
+                } else if Some(public_bind) == args.pg_bind.as_ref() {
                     format!("--pg-bind {public_bind}")
+                } else {
+                    format!("--flight-bind {public_bind}")
                 }
             );
         }
@@ -336,6 +374,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         startup_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
         tls: pg_tls,
     };
+    let flight = eco_insights::flight::FlightState {
+        store: Arc::clone(&store),
+        keys: Arc::clone(&keys),
+        sql: Arc::clone(&sql),
+        tls: flight_tls,
+    };
     let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
@@ -352,6 +396,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             println!("postgres listening on {pg_addr}");
             tracing::info!(addr = %pg_addr, tls = pg.tls.is_some(), "PostgreSQL protocol listening");
             tokio::spawn(eco_insights::pg::serve(listener, pg));
+        }
+        if let Some(flight_bind) = &args.flight_bind {
+            let listener = tokio::net::TcpListener::bind(flight_bind)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot bind {flight_bind} (--flight-bind): {e}"))?;
+            let flight_addr = listener.local_addr()?;
+            println!("flight listening on {flight_addr}");
+            tracing::info!(addr = %flight_addr, tls = flight.tls.is_some(), "Arrow Flight SQL listening");
+            tokio::spawn(eco_insights::flight::serve(listener, flight));
         }
         let interval = Duration::from_millis(args.reload_interval_ms);
         match remote {

@@ -34,8 +34,8 @@ pub mod tls;
 
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::names::wire_name;
-use crate::engine::sql::sandbox::{self, Refused};
-use crate::engine::sql::worker::{offered_tables, Outcome, Runner};
+use crate::engine::sql::sandbox::Refused;
+use crate::engine::sql::worker::{Outcome, Runner};
 use crate::engine::store::Store;
 use crate::process::keys::KeyStore;
 
@@ -327,45 +327,41 @@ impl Backend {
 
     /// Checks and runs one statement (off the async workers: it may wait for its worker).
     async fn run_unlogged(&self, sql: &str, user: &str, describe: bool) -> PgWireResult<DataFrame> {
+        use crate::engine::sql::query::{self, Refusal, Statement};
         let pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let Some(snapshot) = pinned.or_else(|| self.state.store.current()) else {
-            return Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"));
-        };
-        let offered = offered_tables(&snapshot.info.views);
-        let checked = sandbox::check(sql, &offered, user, true).map_err(|r| match r {
-            Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
-            Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
-            Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
-            Refused::Unsupported(m) => error("0A000", format!("consulta SQL não suportada: {m}")),
-        })?;
-        let runner = Arc::clone(&self.state.sql);
-        let (done, result) = tokio::sync::oneshot::channel();
         let cancel = Arc::clone(&self.cancel);
         cancel.store(false, std::sync::atomic::Ordering::Relaxed);
-        std::thread::Builder::new()
-            .name("eco-pg-sql".into())
-            .spawn(move || {
-                let _ = done.send(if describe {
-                    runner.describe(&snapshot, &checked.sql, &cancel)
-                } else {
-                    runner.run_cancellable(&snapshot, &checked.sql, &cancel)
-                });
-            })
-            .map_err(|e| error("XX000", e.to_string()))?;
-        match result.await.map_err(|e| error("XX000", e.to_string()))? {
-            Outcome::Rows { frame, .. } => Ok(frame),
-            Outcome::Invalid(m) => Err(error(sqlstate_of(&m), format!("consulta SQL inválida: {m}"))),
-            Outcome::TooExpensive(m) => Err(error("57014", format!("consulta interrompida: {m}"))),
-            Outcome::Busy => Err(error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s")),
-            Outcome::Preparing(secs) => Err(error(
-                "57P03",
-                format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
-            )),
-            Outcome::Cancelled => Err(error("57014", "canceling statement due to user request (consulta cancelada)")),
-            Outcome::Failed(m) => {
-                tracing::error!(error = %m, "SQL worker failed");
-                Err(error("XX000", "erro interno do servidor"))
+        let statement = Statement { sql, user, positional: true, describe };
+        let answer = match query::snapshot(&self.state.store, pinned) {
+            Ok(snapshot) => query::run_frame(&self.state.sql, snapshot, statement, cancel).await,
+            Err(refusal) => Err(refusal),
+        };
+        match answer {
+            Ok((frame, _)) => Ok(frame),
+            Err(Refusal::NoData) => {
+                Err(error("55000", "nenhum conjunto de dados carregado; tente novamente em instantes"))
             }
+            Err(Refusal::Refused(r)) => Err(match r {
+                Refused::Syntax(m) => error("42601", format!("consulta SQL inválida: {m}")),
+                Refused::Forbidden(m) => error("42501", format!("consulta SQL não permitida: {m}")),
+                Refused::UnknownTable(m) => error("42P01", format!("consulta SQL inválida: {m}")),
+                Refused::Unsupported(m) => error("0A000", format!("consulta SQL não suportada: {m}")),
+            }),
+            Err(Refusal::Outcome(outcome)) => Err(match outcome {
+                Outcome::Rows { .. } => error("XX000", "erro interno do servidor"),
+                Outcome::Invalid(m) => error(sqlstate_of(&m), format!("consulta SQL inválida: {m}")),
+                Outcome::TooExpensive(m) => error("57014", format!("consulta interrompida: {m}")),
+                Outcome::Busy => error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s"),
+                Outcome::Preparing(secs) => error(
+                    "57P03",
+                    format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
+                ),
+                Outcome::Cancelled => error("57014", "canceling statement due to user request (consulta cancelada)"),
+                Outcome::Failed(m) => {
+                    tracing::error!(error = %m, "SQL worker failed");
+                    error("XX000", "erro interno do servidor")
+                }
+            }),
         }
     }
 
@@ -586,7 +582,6 @@ fn user_of<C: ClientInfo>(client: &C) -> Option<String> {
     client.metadata().get("user").cloned()
 }
 
-/// A statement with its `$n` parameters replaced by SQL literals (outside quoted text).
 /// The type a statement casts its parameter `$n` to (`$1::int`), which DataFusion does not
 /// infer from.
 fn cast_type(sql: &str, n: usize) -> Option<Type> {
@@ -607,64 +602,13 @@ fn cast_type(sql: &str, n: usize) -> Option<Type> {
 
 /// Whether a statement has `$n` parameters (outside quotes).
 fn has_parameters(sql: &str) -> bool {
-    let mut quoted: Option<char> = None;
-    let mut chars = sql.chars().peekable();
-    while let Some(c) = chars.next() {
-        match quoted {
-            Some(q) if c == q => quoted = None,
-            Some(_) => {}
-            None if c == '\'' || c == '"' => quoted = Some(c),
-            None if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) => return true,
-            None => {}
-        }
-    }
-    false
+    crate::engine::sql::query::has_parameters(sql)
 }
 
+/// A statement with its `$n` parameters replaced by SQL literals (see
+/// [`crate::engine::sql::query::bind`]).
 fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> PgWireResult<String> {
-    let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.chars().peekable();
-    let mut quoted: Option<char> = None;
-    while let Some(c) = chars.next() {
-        if let Some(q) = quoted {
-            out.push(c);
-            if c == q {
-                quoted = None;
-            }
-            continue;
-        }
-        if c == '\'' || c == '"' {
-            quoted = Some(c);
-            out.push(c);
-            continue;
-        }
-        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-            let mut n = String::new();
-            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                n.push(d);
-                chars.next();
-            }
-            let i: usize = n.parse().map_err(|_| error("42P02", format!("parâmetro ${n} inválido")))?;
-            let value =
-                params.get(i.wrapping_sub(1)).ok_or_else(|| error("42P02", format!("parâmetro ${i} ausente")))?;
-            match value {
-                None => out.push_str("NULL"),
-                Some(v)
-                    if numeric.get(i - 1).copied().unwrap_or(false) && v.parse::<f64>().is_ok_and(f64::is_finite) =>
-                {
-                    out.push_str(v)
-                }
-                Some(v) => {
-                    out.push('\'');
-                    out.push_str(&v.replace('\'', "''"));
-                    out.push('\'');
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    Ok(out)
+    crate::engine::sql::query::bind(sql, params, numeric).map_err(|m| error("42P02", m))
 }
 
 /// The bound statement of a portal.
@@ -1007,23 +951,5 @@ pub async fn serve(listener: TcpListener, state: PgState) {
                 tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameters_become_literals_outside_quotes() {
-        let p = vec![Some("Fiat".to_string()), Some("2020".to_string()), None, Some("o'Neil".to_string())];
-        let numeric = [false, true, false, false];
-        assert_eq!(
-            bind("SELECT '$1', $1, $2, $3, $4 FROM catalog", &p, &numeric).unwrap(),
-            "SELECT '$1', 'Fiat', 2020, NULL, 'o''Neil' FROM catalog"
-        );
-        assert!(bind("SELECT $9", &p, &numeric).is_err());
-        // A "number" that is not one is quoted, so it cannot inject SQL.
-        assert_eq!(bind("SELECT $1", &[Some("1; DROP".into())], &[true]).unwrap(), "SELECT '1; DROP'");
     }
 }

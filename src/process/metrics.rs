@@ -43,6 +43,7 @@ struct HttpMetrics {
     in_flight: Gauge,
     rate_limited: Counter,
     pg_queries: Family<ResultLabels, Counter>,
+    flight_queries: Family<ResultLabels, Counter>,
     source_polls: Family<ResultLabels, Counter>,
 }
 
@@ -65,6 +66,7 @@ static METRICS: LazyLock<HttpMetrics> = LazyLock::new(|| HttpMetrics {
     in_flight: Gauge::default(),
     rate_limited: Counter::default(),
     pg_queries: Family::default(),
+    flight_queries: Family::default(),
     source_polls: Family::default(),
 });
 
@@ -81,6 +83,13 @@ pub fn record_source_poll(result: &'static str) {
 pub fn pg_query(result: &'static str) {
     let result = PG_RESULTS.iter().copied().find(|r| *r == result).unwrap_or("error");
     METRICS.pg_queries.get_or_create(&ResultLabels { result }).inc();
+}
+
+/// Counts one query answered over Arrow Flight SQL (`result`: one of [`PG_RESULTS`], the same
+/// closed set as the PostgreSQL door's).
+pub fn flight_query(result: &'static str) {
+    let result = PG_RESULTS.iter().copied().find(|r| *r == result).unwrap_or("error");
+    METRICS.flight_queries.get_or_create(&ResultLabels { result }).inc();
 }
 
 /// Log lines dropped because the log writer fell behind (see `crate::logging`).
@@ -205,6 +214,11 @@ pub fn render(dataset: &DatasetFigures) -> Result<String, std::fmt::Error> {
         "eco_pg_queries",
         "Queries answered over the PostgreSQL protocol, by result (ok, invalid, refused, stopped, error)",
         m.pg_queries.clone(),
+    );
+    r.register(
+        "eco_flight_queries",
+        "Queries answered over Arrow Flight SQL, by result (ok, invalid, refused, stopped, error)",
+        m.flight_queries.clone(),
     );
     r.register(
         "eco_rate_limited",

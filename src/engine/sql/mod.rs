@@ -16,6 +16,7 @@ pub mod engine;
 pub mod names;
 pub mod pg_catalog;
 pub mod postgres;
+pub mod query;
 pub mod rewrite;
 pub mod sandbox;
 pub mod worker;

@@ -422,10 +422,33 @@ impl Runner {
         cancel: &std::sync::atomic::AtomicBool,
         describe: bool,
     ) -> Outcome {
+        match self.ask_ipc(snapshot, sql, cancel, describe) {
+            Ok(bytes) => match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
+                Ok(frame) => {
+                    let truncated = frame.height() > self.limits.max_rows;
+                    let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
+                    Outcome::Rows { frame, truncated }
+                }
+                Err(e) => Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")),
+            },
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// [`Runner::run_cancellable`] (or [`Runner::describe`]) answered as the worker wrote it: an
+    /// Arrow IPC stream of at most `max_rows + 1` rows (a door that hands Arrow on cuts it to
+    /// `max_rows`); any other outcome is the error.
+    pub fn ask_ipc(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        sql: &str,
+        cancel: &std::sync::atomic::AtomicBool,
+        describe: bool,
+    ) -> Result<Vec<u8>, Outcome> {
         {
             let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
             if *n >= self.limits.workers {
-                return Outcome::Busy;
+                return Err(Outcome::Busy);
             }
             *n += 1;
         }
@@ -434,8 +457,8 @@ impl Runner {
         let tables_dir = match self.tables_dir(snapshot, started + self.limits.timeout) {
             Ok(Some(p)) => p,
             // Written at some 200 MB/s: the rest of a large dataset's tables take seconds.
-            Ok(None) => return Outcome::Preparing(5),
-            Err(e) => return Outcome::Failed(e),
+            Ok(None) => return Err(Outcome::Preparing(5)),
+            Err(e) => return Err(Outcome::Failed(e)),
         };
         let request = Request {
             tables_dir: tables_dir.clone(),
@@ -445,10 +468,10 @@ impl Runner {
             memory_bytes: self.limits.memory_bytes,
             describe,
         };
-        match self.ask_warm(&request, started, cancel) {
+        self.ask_warm(&request, started, cancel).map_err(|outcome| match outcome {
             Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
             other => other,
-        }
+        })
     }
 
     /// The worker command, within the limits (memory budget, priority, threads).
@@ -553,7 +576,12 @@ impl Runner {
 
     /// Runs a request on a warm worker (one kept idle for this catalog, or a new one), which
     /// goes back to the idle ones when it answered in time, and is killed otherwise.
-    fn ask_warm(&self, request: &Request, started: Instant, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
+    fn ask_warm(
+        &self,
+        request: &Request,
+        started: Instant,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<Vec<u8>, Outcome> {
         let kept = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let (same, other): (Vec<Warm>, Vec<Warm>) =
@@ -571,7 +599,7 @@ impl Runner {
             Some(w) => w,
             None => match self.spawn_warm(&request.tables_dir) {
                 Ok(w) => w,
-                Err(e) => return Outcome::Failed(e),
+                Err(e) => return Err(Outcome::Failed(e)),
             },
         };
         let body = serde_json::to_vec(request).unwrap_or_default();
@@ -582,7 +610,7 @@ impl Runner {
             .and_then(|()| warm.stdin.flush());
         if let Err(e) = sent {
             warm.stop();
-            return Outcome::Failed(format!("cannot reach the SQL worker: {e}"));
+            return Err(Outcome::Failed(format!("cannot reach the SQL worker: {e}")));
         }
         let deadline = started + self.limits.timeout;
         let answer = loop {
@@ -591,7 +619,7 @@ impl Runner {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
                     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
                         warm.stop();
-                        return Outcome::Cancelled;
+                        return Err(Outcome::Cancelled);
                     }
                 }
                 other => break other,
@@ -599,28 +627,20 @@ impl Runner {
         };
         match answer {
             Ok(Some((ROWS, bytes))) => {
-                let outcome = match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
-                    Ok(frame) => {
-                        let truncated = frame.height() > self.limits.max_rows;
-                        let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
-                        Outcome::Rows { frame, truncated }
-                    }
-                    Err(e) => Outcome::Failed(format!("cannot read the SQL worker's answer: {e}")),
-                };
                 self.keep(warm);
-                outcome
+                Ok(bytes)
             }
             Ok(Some((OUT_OF_MEMORY, _))) => {
                 self.keep(warm);
-                self.too_expensive_memory()
+                Err(self.too_expensive_memory())
             }
             Ok(Some((_, reason))) => {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
                 self.keep(warm);
                 if reason.contains("memory allocation") || reason.contains("capacity overflow") {
-                    return self.too_expensive_memory();
+                    return Err(self.too_expensive_memory());
                 }
-                Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string())
+                Err(Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string()))
             }
             Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 // The worker died (an allocation over its budget aborts it).
@@ -628,13 +648,13 @@ impl Runner {
                 let stderr = warm.stderr.lock().map(|s| s.clone()).unwrap_or_default();
                 let signalled = status.as_ref().map(|s| s.code().is_none()).unwrap_or(true);
                 if signalled || stderr.contains("memory allocation") {
-                    return self.too_expensive_memory();
+                    return Err(self.too_expensive_memory());
                 }
-                Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim()))
+                Err(Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim())))
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 warm.stop();
-                self.too_expensive_time()
+                Err(self.too_expensive_time())
             }
         }
     }

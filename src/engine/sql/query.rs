@@ -1,0 +1,176 @@
+//! One analyst's statement as every SQL front door runs it: the dataset version it reads (a
+//! transaction's pinned one, or the current one), the sandbox check, then a SQL worker on a
+//! thread of its own (it may wait for its worker up to the time limit), cancellable. Each door
+//! only translates a [`Refusal`] into its own protocol's terms (a SQLSTATE, a gRPC code).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use polars::prelude::{DataFrame, IpcStreamReader, SerReader};
+
+use super::sandbox::{self, Refused};
+use super::worker::{offered_tables, Outcome, Runner};
+use crate::engine::dataset::snapshot::Snapshot;
+use crate::engine::store::Store;
+
+/// Why a statement gave no answer.
+#[derive(Debug)]
+pub enum Refusal {
+    /// No dataset is loaded yet.
+    NoData,
+    /// The sandbox refused it: a syntax error, a forbidden statement or function, an unknown
+    /// table, an unsupported feature.
+    Refused(Refused),
+    /// The worker gave no rows: the query is wrong, stopped at a limit, refused for want of a
+    /// worker slot, cancelled, or failed.
+    Outcome(Outcome),
+}
+
+/// A statement to run.
+pub struct Statement<'a> {
+    pub sql: &'a str,
+    /// Who asks (`current_user`).
+    pub user: &'a str,
+    /// Whether repeated output names are allowed (answers read by position, see
+    /// [`super::names::MARK`]).
+    pub positional: bool,
+    /// Plan it without running it (see [`Runner::describe`]).
+    pub describe: bool,
+}
+
+/// The dataset version a statement reads: `pinned` (a transaction's), else the current one.
+pub fn snapshot(store: &Store, pinned: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Refusal> {
+    pinned.or_else(|| store.current()).ok_or(Refusal::NoData)
+}
+
+/// Checks `statement` against the sandbox and runs it on `snapshot` within the limits; the
+/// answer is the worker's Arrow IPC stream (at most `max_rows + 1` rows). Stops within some
+/// 25 ms of `cancel` becoming true.
+pub async fn run_ipc(
+    runner: &Arc<Runner>,
+    snapshot: Arc<Snapshot>,
+    statement: Statement<'_>,
+    cancel: Arc<AtomicBool>,
+) -> Result<Vec<u8>, Refusal> {
+    let offered = offered_tables(&snapshot.info.views);
+    let checked =
+        sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
+    let runner = Arc::clone(runner);
+    let describe = statement.describe;
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("eco-sql-query".into())
+        .spawn(move || {
+            let _ = done.send(runner.ask_ipc(&snapshot, &checked.sql, &cancel, describe));
+        })
+        .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
+    match result.await {
+        Ok(answer) => answer.map_err(Refusal::Outcome),
+        Err(e) => Err(Refusal::Outcome(Outcome::Failed(e.to_string()))),
+    }
+}
+
+/// [`run_ipc`] read into a frame of at most `max_rows` rows, and whether more were cut.
+pub async fn run_frame(
+    runner: &Arc<Runner>,
+    snapshot: Arc<Snapshot>,
+    statement: Statement<'_>,
+    cancel: Arc<AtomicBool>,
+) -> Result<(DataFrame, bool), Refusal> {
+    let max_rows = runner.limits().max_rows;
+    let bytes = run_ipc(runner, snapshot, statement, cancel).await?;
+    let frame = IpcStreamReader::new(std::io::Cursor::new(bytes))
+        .finish()
+        .map_err(|e| Refusal::Outcome(Outcome::Failed(format!("cannot read the SQL worker's answer: {e}"))))?;
+    let truncated = frame.height() > max_rows;
+    Ok(if truncated { (frame.head(Some(max_rows)), true) } else { (frame, false) })
+}
+
+/// Whether a query stopped at a limit ([`Outcome::TooExpensive`]) was stopped at the time limit
+/// (rather than the memory budget).
+pub fn stopped_at_time_limit(reason: &str) -> bool {
+    reason.contains("tempo limite")
+}
+
+/// A statement with its `$n` parameters replaced by SQL literals (outside quoted text): a value
+/// that is `numeric` and reads as a finite number goes as it is, any other is quoted (so a value
+/// cannot inject SQL), `None` is NULL. The error names a parameter that is missing or invalid.
+pub fn bind(sql: &str, params: &[Option<String>], numeric: &[bool]) -> Result<String, String> {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    let mut quoted: Option<char> = None;
+    while let Some(c) = chars.next() {
+        if let Some(q) = quoted {
+            out.push(c);
+            if c == q {
+                quoted = None;
+            }
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            quoted = Some(c);
+            out.push(c);
+            continue;
+        }
+        if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            let mut n = String::new();
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                n.push(d);
+                chars.next();
+            }
+            let i: usize = n.parse().map_err(|_| format!("parâmetro ${n} inválido"))?;
+            let value = params.get(i.wrapping_sub(1)).ok_or_else(|| format!("parâmetro ${i} ausente"))?;
+            match value {
+                None => out.push_str("NULL"),
+                Some(v)
+                    if numeric.get(i - 1).copied().unwrap_or(false) && v.parse::<f64>().is_ok_and(f64::is_finite) =>
+                {
+                    out.push_str(v)
+                }
+                Some(v) => {
+                    out.push('\'');
+                    out.push_str(&v.replace('\'', "''"));
+                    out.push('\'');
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// Whether a statement has `$n` parameters (outside quotes).
+pub fn has_parameters(sql: &str) -> bool {
+    let mut quoted: Option<char> = None;
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        match quoted {
+            Some(q) if c == q => quoted = None,
+            Some(_) => {}
+            None if c == '\'' || c == '"' => quoted = Some(c),
+            None if c == '$' && chars.peek().is_some_and(|d| d.is_ascii_digit()) => return true,
+            None => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_literals_outside_quotes() {
+        let p = vec![Some("Fiat".to_string()), Some("2020".to_string()), None, Some("o'Neil".to_string())];
+        let numeric = [false, true, false, false];
+        assert_eq!(
+            bind("SELECT '$1', $1, $2, $3, $4 FROM catalog", &p, &numeric).unwrap(),
+            "SELECT '$1', 'Fiat', 2020, NULL, 'o''Neil' FROM catalog"
+        );
+        assert!(bind("SELECT $9", &p, &numeric).is_err());
+        // A "number" that is not one is quoted, so it cannot inject SQL.
+        assert_eq!(bind("SELECT $1", &[Some("1; DROP".into())], &[true]).unwrap(), "SELECT '1; DROP'");
+        assert!(has_parameters("SELECT $1") && !has_parameters("SELECT '$1'"));
+    }
+}
