@@ -377,6 +377,18 @@ def scenario(p, service, table, out, downloads):
     check(int(p.one("#total strong").get_attribute("data-total")) == n, f"ano_min=2020: total != {n}")
     heads = [th.text.split("\n")[0].strip(" ▲▼") for th in p.css("table.catalog-table thead th")]
     check(heads == ["Marca", "Modelo", "Ano"], f"fields=marca,modelo,ano shows columns {heads}")
+    # Sorted by eco score (a field of the eco-score list): the vehicles with a score, best first,
+    # id ascending on ties, the scores computed here from the contract's formulas.
+    p.open(f"/explore?marca={brand.lower()}&ano_min=2020&sort=-ecoScore", "catalog")
+    scored = sorted((r for r in matching if r["ano"] >= 2020 and scores[r["id"]] is not None),
+                    key=lambda r: (-scores[r["id"]], r["id"]))
+    check(int(p.one("#total strong").get_attribute("data-total")) == len(scored),
+          f"sort=-ecoScore: total != {len(scored)} scored vehicles")
+    check(p.row_ids() == [r["id"] for r in scored[:PAGE_SIZE]], "sort=-ecoScore: wrong first page")
+    shown = [c.text for c in p.css("table.catalog-table tbody td[data-label='Eco score']")]
+    check(shown == [pt(scores[r["id"]]) for r in scored[:PAGE_SIZE]], f"eco scores shown {shown[:3]}")
+    check(p.one("th[aria-sort]").get_attribute("aria-sort") == "descending", "aria-sort descending on ecoScore")
+    p.open(f"/explore?marca={brand.lower()}&ano_min=2020&sort=-ano&fields=marca,modelo,ano", "catalog")
 
     # A vehicle: its data, the eco score, similar vehicles, add to comparison.
     first_id = p.row_ids()[0]

@@ -41,7 +41,17 @@
     ['transmissao_marchas', 'Marchas'], ['ar_condicionado', 'Ar-condicionado'],
     ['direcao_assistida_tipo', 'Direção'], ['id', 'Identificador'],
   ];
-  const DEFAULT_FIELDS = CATALOG_FIELDS.map(([f]) => f).filter((f) => f !== 'id');
+  // The eco-score list (/insights/eco-scores): the catalog's view when its URL sorts by or
+  // shows a field only that list has (`/explore?sort=-ecoScore`).
+  const ECO_FIELDS = [
+    ['marca', 'Marca'], ['modelo', 'Modelo'], ['versao', 'Versão'], ['ano', 'Ano'],
+    ['categoria', 'Categoria'], ['ecoScore', 'Eco score'], ['faixa', 'Faixa'], ['vehicleId', 'Identificador'],
+  ];
+  const ECO_ONLY = ['ecoScore', 'faixa', 'vehicleId'];
+  const CATALOG_SOURCE = { path: '/catalog/vehicles', fields: CATALOG_FIELDS, idKey: 'id', name: 'catalogo',
+    caption: 'Veículos do catálogo' };
+  const ECO_SOURCE = { path: '/insights/eco-scores', fields: ECO_FIELDS, idKey: 'vehicleId', name: 'eco-scores',
+    caption: 'Veículos por eco score' };
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
   const main = document.getElementById('main');
@@ -412,10 +422,23 @@
 
   // ---------- catalog ----------
 
+  // Which list the catalog view reads: the eco-score list when sort or fields name one of its
+  // own fields, the catalog otherwise.
+  function listSource(params) {
+    const named = (params.get('sort') || '').split(',').concat((params.get('fields') || '').split(','))
+      .map((f) => f.replace(/^-/, ''));
+    return named.some((f) => ECO_ONLY.includes(f)) ? ECO_SOURCE : CATALOG_SOURCE;
+  }
+
+  function defaultFields(source) {
+    return source.fields.map(([f]) => f).filter((f) => f !== source.idKey);
+  }
+
   async function renderCatalog(seq) {
     const params = paramsOf(LIST_PARAMS);
     const filters = paramsOf(FILTERS);
-    const fields = params.get('fields') ? params.get('fields').split(',') : DEFAULT_FIELDS;
+    const source = listSource(params);
+    const fields = params.get('fields') ? params.get('fields').split(',') : defaultFields(source);
     const sort = params.get('sort');
     const body = el('div', { id: 'catalog-body' }, loading());
     const facetBox = el('aside', { class: 'facets', 'aria-labelledby': 'facets-title' }, el('h2', { id: 'facets-title' }, 'Facetas'), loading());
@@ -426,9 +449,9 @@
       el('div', { class: 'catalog' }, facetBox, body));
 
     const query = new URLSearchParams(params);
-    if (query.has('fields') && !fields.includes('id')) query.set('fields', fields.concat(['id']).join(','));
+    if (query.has('fields') && !fields.includes(source.idKey)) query.set('fields', fields.concat([source.idKey]).join(','));
     const [list, facets] = await Promise.allSettled([
-      api(withParams('/catalog/vehicles', query)),
+      api(withParams(source.path, query)),
       api(withParams('/facets', filters)),
     ]);
     if (!current(seq)) return;
@@ -442,19 +465,19 @@
     const items = list.value.data.items;
     const pagination = list.value.meta.pagination;
     const columns = fields.map((f) => {
-      const known = CATALOG_FIELDS.find(([k]) => k === f);
-      const col = { key: f, label: known ? known[1] : f, numeric: f === 'ano' || f === 'transmissao_marchas' };
-      if (f === 'modelo') col.cell = (row) => vehicleLink(row.id, show(row.modelo));
+      const known = source.fields.find(([k]) => k === f);
+      const col = { key: f, label: known ? known[1] : f, numeric: ['ano', 'transmissao_marchas', 'ecoScore'].includes(f) };
+      if (f === 'modelo') col.cell = (row) => vehicleLink(row[source.idKey], show(row.modelo));
       return col;
     });
-    if (!fields.includes('modelo')) columns.push({ key: '_open', label: 'Detalhes', sortable: false, cell: (row) => vehicleLink(row.id, 'Abrir') });
+    if (!fields.includes('modelo')) columns.push({ key: '_open', label: 'Detalhes', sortable: false, cell: (row) => vehicleLink(row[source.idKey], 'Abrir') });
     const onSort = (field) => {
       const next = new URLSearchParams(params);
       next.set('sort', sort === field ? '-' + field : field);
       next.delete('cursor');
       go(withParams('/explore', next));
     };
-    const table = dataTable('Veículos do catálogo', columns, items, { sortable: true, sort, onSort, className: 'catalog-table' });
+    const table = dataTable(source.caption, columns, items, { sortable: true, sort, onSort, className: 'catalog-table' });
     const total = pagination.total;
     const summary = el('p', { class: 'total', id: 'total' },
       el('strong', { 'data-total': String(total) }, fmt.format(total)), total === 1 ? ' veículo' : ' veículos',
@@ -480,7 +503,8 @@
     } } }, ['10', '20', '50', '100'].map((n) => el('option', { value: n, selected: (params.get('page_size') || '20') === n ? true : null }, n)));
     pager.appendChild(el('span', { class: 'field inline' }, el('label', { for: 'page-size' }, 'Por página'), sizeSelect));
     body.replaceChildren(
-      el('div', { class: 'toolbar' }, summary, columnChooser(params, fields), downloads('/catalog/vehicles', params, 'catalogo')),
+      el('div', { class: 'toolbar' }, summary, columnChooser(params, fields, source), listSwitch(params, source),
+        downloads(source.path, params, source.name)),
       table, pager);
     ready('catalog', seq);
     announce(fmt.format(total) + ' veículos encontrados.');
@@ -517,17 +541,26 @@
     });
   }
 
-  function columnChooser(params, fields) {
-    const boxes = CATALOG_FIELDS.map(([f, text]) => el('li', {},
+  // A link between the two lists, keeping the filters and the page size.
+  function listSwitch(params, source) {
+    const next = new URLSearchParams(params);
+    for (const k of ['sort', 'fields', 'cursor']) next.delete(k);
+    if (source === CATALOG_SOURCE) next.set('sort', '-ecoScore');
+    const text = source === CATALOG_SOURCE ? 'Ordenar por eco score' : 'Ver todas as colunas do catálogo';
+    return el('a', { href: withParams('/explore', next), class: 'button secondary', id: 'list-switch' }, text);
+  }
+
+  function columnChooser(params, fields, source) {
+    const boxes = source.fields.map(([f, text]) => el('li', {},
       el('input', { type: 'checkbox', id: 'col-' + f, value: f, checked: fields.includes(f) ? true : null }),
       el('label', { for: 'col-' + f }, text)));
     const form = el('form', { class: 'columns' }, el('ul', {}, boxes), el('button', { type: 'submit' }, 'Aplicar colunas'));
     form.addEventListener('submit', (ev) => {
       ev.preventDefault();
-      const chosen = CATALOG_FIELDS.map(([f]) => f).filter((f) => form.querySelector('#col-' + f).checked);
+      const chosen = source.fields.map(([f]) => f).filter((f) => form.querySelector('#col-' + f).checked);
       const next = new URLSearchParams(params);
       next.delete('cursor');
-      if (!chosen.length || chosen.join(',') === DEFAULT_FIELDS.join(',')) next.delete('fields');
+      if (!chosen.length || chosen.join(',') === defaultFields(source).join(',')) next.delete('fields');
       else next.set('fields', chosen.join(','));
       if (next.get('sort') && !chosen.includes(next.get('sort').replace(/^-/, ''))) next.delete('sort');
       go(withParams('/explore', next));
