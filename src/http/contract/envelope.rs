@@ -315,7 +315,11 @@ impl Ctx {
     /// The envelope around JSON kept for the question (written once per dataset version), with
     /// this request's filters_applied.
     pub fn reply_kept(&self, data: Arc<str>, filters: Option<Map<String, Value>>) -> RawReply {
-        RawReply { data: RawJson::Shared(data), meta: self.meta(filters, None), version: self.snapshot.info.version.clone() }
+        RawReply {
+            data: RawJson::Shared(data),
+            meta: self.meta(filters, None),
+            version: self.snapshot.info.version.clone(),
+        }
     }
 
     /// The envelope around JSON written from the table's columns.
