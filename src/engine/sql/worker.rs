@@ -528,6 +528,7 @@ impl Runner {
         let mut child = command.spawn().map_err(|e| format!("cannot start the SQL worker: {e}"))?;
         let stdin = child.stdin.take().ok_or("no worker input")?;
         let mut stdout = child.stdout.take().ok_or("no worker output")?;
+        widen_pipe(&stdout);
         let stderr_pipe = child.stderr.take().ok_or("no worker error output")?;
         let (send, answers) = std::sync::mpsc::channel();
         let budget = self.limits.memory_bytes;
@@ -544,10 +545,14 @@ impl Runner {
                     let _ = send.send(None);
                     return;
                 }
-                let mut payload = vec![0u8; len as usize];
-                if stdout.read_exact(&mut payload).is_err() {
-                    let _ = send.send(None);
-                    return;
+                // Read into spare capacity (no zeroing of an answer that can be hundreds of MB).
+                let mut payload = Vec::with_capacity(len as usize);
+                match (&mut stdout).take(len).read_to_end(&mut payload) {
+                    Ok(n) if n as u64 == len => {}
+                    _ => {
+                        let _ = send.send(None);
+                        return;
+                    }
                 }
                 if send.send(Some((head[0], payload))).is_err() {
                     return;
@@ -680,4 +685,19 @@ fn without_paths(message: &str, tables_dir: &Path) -> String {
         .map(|w| if w.trim_matches(|c: char| "'\"`(),".contains(c)).starts_with('/') { "<caminho>" } else { w })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Gives the worker's answer pipe a 1 MiB buffer (Linux; 64 KiB by default), so a large answer
+/// crosses in fewer wake-ups of the two processes. Best effort: the default stays on failure.
+fn widen_pipe(pipe: &std::process::ChildStdout) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: fcntl on a descriptor this process owns, with an integer argument.
+        unsafe {
+            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
 }
