@@ -380,6 +380,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sql: Arc::clone(&sql),
         tls: flight_tls,
     };
+    prepare_sql_tables(Arc::clone(&store), Arc::clone(&sql));
     let state = AppState::sharing(Arc::clone(&store), keys, sql);
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
@@ -451,6 +452,29 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Requests cut at the end of the grace may leave engine work running: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(500));
     result
+}
+
+/// Writes the SQL tables of each dataset version once it has served for a second or two (a
+/// version replaced at once is skipped), on a thread of its own: the first SQL query of a
+/// version (an analyst's first click in the explorer's SQL page, a BI tool's first refresh)
+/// finds them written instead of waiting seconds for them.
+fn prepare_sql_tables(store: Arc<Store>, sql: Arc<eco_insights::engine::sql::worker::Runner>) {
+    let spawned = std::thread::Builder::new().name("eco-sql-ahead".into()).spawn(move || {
+        let (mut seen, mut prepared) = (None::<String>, None::<String>);
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let Some(current) = store.current() else { continue };
+            let version = current.info.version.clone();
+            if prepared.as_ref() != Some(&version) && seen.as_ref() == Some(&version) {
+                sql.prepare(&current);
+                prepared = Some(version.clone());
+            }
+            seen = Some(version);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot start the thread writing the SQL tables ahead: {e}");
+    }
 }
 
 /// The dataset kept in the state folder, loaded when the export is refused at start-up; `None`

@@ -391,6 +391,14 @@ impl Runner {
         }
     }
 
+    /// Starts writing the tables of `snapshot`'s version in the background (if they are not
+    /// written or being written), so the first query of a version does not wait for them.
+    pub fn prepare(&self, snapshot: &Arc<Snapshot>) {
+        if let Err(e) = self.tables_dir(snapshot, Instant::now()) {
+            tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be written ahead: {e}");
+        }
+    }
+
     /// Runs a checked statement against `snapshot` within the limits. Blocks the calling thread
     /// for at most about the time limit.
     pub fn run(&self, snapshot: &Arc<Snapshot>, sql: &str) -> Outcome {
