@@ -454,18 +454,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     result
 }
 
+/// The most rows whose SQL tables are written ahead (some 800 MB of tables per million rows;
+/// larger versions write theirs on their first SQL query).
+const SQL_AHEAD_MAX_ROWS: usize = 5_000_000;
+
 /// Writes the SQL tables of each dataset version once it has served for a second or two (a
-/// version replaced at once is skipped), on a thread of its own: the first SQL query of a
-/// version (an analyst's first click in the explorer's SQL page, a BI tool's first refresh)
-/// finds them written instead of waiting seconds for them.
+/// version replaced at once is skipped), on a thread of its own at the lowest priority (the
+/// writer it starts inherits it), so requests keep the CPU: the first SQL query of a version (an
+/// analyst's first click in the explorer's SQL page, a BI tool's first refresh) finds them
+/// written instead of waiting seconds for them.
 fn prepare_sql_tables(store: Arc<Store>, sql: Arc<eco_insights::engine::sql::worker::Runner>) {
     let spawned = std::thread::Builder::new().name("eco-sql-ahead".into()).spawn(move || {
+        // SAFETY: on Linux, PRIO_PROCESS with 0 sets the calling thread's own nice value; raising
+        // it is always allowed. Elsewhere the thread keeps its priority.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
         let (mut seen, mut prepared) = (None::<String>, None::<String>);
         loop {
             std::thread::sleep(Duration::from_secs(1));
             let Some(current) = store.current() else { continue };
             let version = current.info.version.clone();
-            if prepared.as_ref() != Some(&version) && seen.as_ref() == Some(&version) {
+            let small = current.info.rows <= SQL_AHEAD_MAX_ROWS;
+            if small && prepared.as_ref() != Some(&version) && seen.as_ref() == Some(&version) {
                 sql.prepare(&current);
                 prepared = Some(version.clone());
             }
