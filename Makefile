@@ -19,7 +19,7 @@ help:
 	@echo "make test   unit, black-box API and contract tests"
 	@echo "make contract  schemathesis against the live service (every check; venv in $(VENV)/)"
 	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
-	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run, BENCH_SIZES=10000000 for the 10M-row stretch)"
+	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run, BENCH_SIZES=10000000 for the 10M-row stretch, BENCH_CORES=2,4,8 for the service pinned to N cores)"
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
 	@echo "make cluster-test  same answers/ETags on every replica, a swap converges, SIGTERM of one replica costs no request"
