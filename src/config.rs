@@ -261,29 +261,13 @@ impl ServeArgs {
     /// The PostgreSQL door's certificate and key files (`--pg-tls-cert`, `--pg-tls-key`): both
     /// or neither.
     pub fn pg_tls_files(&self) -> anyhow::Result<Option<(&std::path::Path, &std::path::Path)>> {
-        match (&self.pg_tls_cert, &self.pg_tls_key) {
-            (Some(cert), Some(key)) => Ok(Some((cert, key))),
-            (None, None) => Ok(None),
-            (Some(_), None) => anyhow::bail!("--pg-tls-cert needs --pg-tls-key (ECO_PG_TLS_KEY): give both or neither"),
-            (None, Some(_)) => {
-                anyhow::bail!("--pg-tls-key needs --pg-tls-cert (ECO_PG_TLS_CERT): give both or neither")
-            }
-        }
+        tls_pair(self.pg_tls_cert.as_deref(), self.pg_tls_key.as_deref(), "pg")
     }
 
     /// The Flight SQL door's certificate and key files (`--flight-tls-cert`, `--flight-tls-key`):
     /// both or neither.
     pub fn flight_tls_files(&self) -> anyhow::Result<Option<(&std::path::Path, &std::path::Path)>> {
-        match (&self.flight_tls_cert, &self.flight_tls_key) {
-            (Some(cert), Some(key)) => Ok(Some((cert, key))),
-            (None, None) => Ok(None),
-            (Some(_), None) => {
-                anyhow::bail!("--flight-tls-cert needs --flight-tls-key (ECO_FLIGHT_TLS_KEY): give both or neither")
-            }
-            (None, Some(_)) => {
-                anyhow::bail!("--flight-tls-key needs --flight-tls-cert (ECO_FLIGHT_TLS_CERT): give both or neither")
-            }
-        }
+        tls_pair(self.flight_tls_cert.as_deref(), self.flight_tls_key.as_deref(), "flight")
     }
 
     /// The HTTP limits of the server.
@@ -427,6 +411,26 @@ pub struct CredentialsRevokeArgs {
     /// The key to remove.
     #[arg(env = "ECO_CREDENTIAL_KEY")]
     pub key: String,
+}
+
+/// A door's TLS certificate and key files (`--{door}-tls-cert`, `--{door}-tls-key`): both or
+/// neither.
+fn tls_pair<'a>(
+    cert: Option<&'a std::path::Path>,
+    key: Option<&'a std::path::Path>,
+    door: &str,
+) -> anyhow::Result<Option<(&'a std::path::Path, &'a std::path::Path)>> {
+    let env = door.to_uppercase();
+    match (cert, key) {
+        (Some(cert), Some(key)) => Ok(Some((cert, key))),
+        (None, None) => Ok(None),
+        (Some(_), None) => {
+            anyhow::bail!("--{door}-tls-cert needs --{door}-tls-key (ECO_{env}_TLS_KEY): give both or neither")
+        }
+        (None, Some(_)) => {
+            anyhow::bail!("--{door}-tls-key needs --{door}-tls-cert (ECO_{env}_TLS_CERT): give both or neither")
+        }
+    }
 }
 
 #[cfg(test)]

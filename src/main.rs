@@ -177,64 +177,63 @@ fn bind_is_loopback(bind: &str) -> bool {
 /// without them); an error when only one is given, a file is unusable, or the door would listen
 /// in clear text beyond loopback without `--pg-allow-plaintext`.
 fn pg_tls(args: &ServeArgs) -> anyhow::Result<Option<Arc<eco_insights::pg::tls::Tls>>> {
-    let files = args.pg_tls_files()?;
-    let Some(pg_bind) = &args.pg_bind else {
-        if files.is_some() {
-            tracing::warn!("--pg-tls-cert and --pg-tls-key are ignored without --pg-bind");
-        }
-        return Ok(None);
-    };
-    let Some((cert, key)) = files else {
-        if !bind_is_loopback(pg_bind) {
-            if !args.pg_allow_plaintext {
-                anyhow::bail!(
-                    "--pg-bind {pg_bind} is not a loopback address and the PostgreSQL door has no TLS: queries and \
-                     answers would cross the network in clear text. Give --pg-tls-cert and --pg-tls-key \
-                     (ECO_PG_TLS_CERT, ECO_PG_TLS_KEY), bind 127.0.0.1, or pass --pg-allow-plaintext \
-                     (ECO_PG_ALLOW_PLAINTEXT=true)"
-                );
-            }
-            tracing::warn!(
-                addr = %pg_bind,
-                "the PostgreSQL door serves beyond loopback without TLS (--pg-allow-plaintext): queries and \
-                 answers cross the network in clear text"
-            );
-        }
-        return Ok(None);
-    };
-    Ok(Some(Arc::new(eco_insights::pg::tls::Tls::load(cert, key)?)))
+    let door = Door { flag: "pg", name: "PostgreSQL", crossing: "queries and answers" };
+    let files = door.tls_files(args.pg_bind.as_deref(), args.pg_tls_files()?, args.pg_allow_plaintext)?;
+    files.map(|(cert, key)| eco_insights::pg::tls::Tls::load(cert, key).map(Arc::new)).transpose()
 }
 
 /// The Flight SQL door's TLS, when `--flight-bind` is given: its certificate and key checked
 /// (`None` without them); an error when only one is given, a file is unusable, or the door would
 /// listen in clear text beyond loopback without `--flight-allow-plaintext`.
 fn flight_tls(args: &ServeArgs) -> anyhow::Result<Option<eco_insights::flight::Tls>> {
-    let files = args.flight_tls_files()?;
-    let Some(flight_bind) = &args.flight_bind else {
-        if files.is_some() {
-            tracing::warn!("--flight-tls-cert and --flight-tls-key are ignored without --flight-bind");
-        }
-        return Ok(None);
-    };
-    let Some((cert, key)) = files else {
-        if !bind_is_loopback(flight_bind) {
-            if !args.flight_allow_plaintext {
+    let door = Door { flag: "flight", name: "Flight SQL", crossing: "secrets, tokens, queries and answers" };
+    let files = door.tls_files(args.flight_bind.as_deref(), args.flight_tls_files()?, args.flight_allow_plaintext)?;
+    files.map(|(cert, key)| eco_insights::flight::Tls::load(cert, key)).transpose()
+}
+
+/// A second front door (`--pg-bind`, `--flight-bind`) as its TLS checks name it.
+struct Door {
+    /// The flags' stem: `--{flag}-bind`, `--{flag}-tls-cert`...
+    flag: &'static str,
+    name: &'static str,
+    /// What would cross the network in clear text.
+    crossing: &'static str,
+}
+
+impl Door {
+    /// The door's certificate and key when it listens and has them; `None` without them, after
+    /// refusing a clear-text door beyond loopback unless `allow_plaintext` (then warning).
+    fn tls_files<'a>(
+        &self,
+        bind: Option<&str>,
+        files: Option<(&'a std::path::Path, &'a std::path::Path)>,
+        allow_plaintext: bool,
+    ) -> anyhow::Result<Option<(&'a std::path::Path, &'a std::path::Path)>> {
+        let Door { flag, name, crossing } = self;
+        let env = flag.to_uppercase();
+        let Some(bind) = bind else {
+            if files.is_some() {
+                tracing::warn!("--{flag}-tls-cert and --{flag}-tls-key are ignored without --{flag}-bind");
+            }
+            return Ok(None);
+        };
+        if files.is_none() && !bind_is_loopback(bind) {
+            if !allow_plaintext {
                 anyhow::bail!(
-                    "--flight-bind {flight_bind} is not a loopback address and the Flight SQL door has no TLS: \
-                     secrets, tokens, queries and answers would cross the network in clear text. Give \
-                     --flight-tls-cert and --flight-tls-key (ECO_FLIGHT_TLS_CERT, ECO_FLIGHT_TLS_KEY), bind \
-                     127.0.0.1, or pass --flight-allow-plaintext (ECO_FLIGHT_ALLOW_PLAINTEXT=true)"
+                    "--{flag}-bind {bind} is not a loopback address and the {name} door has no TLS: {crossing} \
+                     would cross the network in clear text. Give --{flag}-tls-cert and --{flag}-tls-key \
+                     (ECO_{env}_TLS_CERT, ECO_{env}_TLS_KEY), bind 127.0.0.1, or pass --{flag}-allow-plaintext \
+                     (ECO_{env}_ALLOW_PLAINTEXT=true)"
                 );
             }
             tracing::warn!(
-                addr = %flight_bind,
-                "the Flight SQL door serves beyond loopback without TLS (--flight-allow-plaintext): secrets, \
-                 tokens, queries and answers cross the network in clear text"
+                addr = %bind,
+                "the {name} door serves beyond loopback without TLS (--{flag}-allow-plaintext): {crossing} cross \
+                 the network in clear text"
             );
         }
-        return Ok(None);
-    };
-    Ok(Some(eco_insights::flight::Tls::load(cert, key)?))
+        Ok(files)
+    }
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {

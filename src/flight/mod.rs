@@ -51,7 +51,7 @@ use crate::engine::sql::engine::PARAMETER;
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::query::{self, Refusal, Statement};
 use crate::engine::sql::sandbox::Refused;
-use crate::engine::sql::worker::{Outcome, Runner};
+use crate::engine::sql::worker::{Limit, Outcome, Runner};
 use crate::engine::store::Store;
 use crate::process::keys::KeyStore;
 
@@ -156,12 +156,11 @@ fn refusal_status(refusal: Refusal) -> (Status, &'static str) {
         },
         Refusal::Outcome(outcome) => match outcome {
             Outcome::Invalid(m) => (Status::invalid_argument(format!("Consulta SQL inválida: {m}")), "invalid"),
-            Outcome::TooExpensive(m) => {
+            Outcome::TooExpensive(limit, m) => {
                 let message = format!("Consulta interrompida: {m}");
-                let status = if query::stopped_at_time_limit(&m) {
-                    Status::deadline_exceeded(message)
-                } else {
-                    Status::resource_exhausted(message)
+                let status = match limit {
+                    Limit::Time => Status::deadline_exceeded(message),
+                    Limit::Memory => Status::resource_exhausted(message),
                 };
                 (status, "stopped")
             }
@@ -315,7 +314,13 @@ impl Door {
         let snapshot = query::snapshot(&self.state.store, None)?;
         let statement = Statement { sql, user: key, positional: true, describe };
         let bytes = query::run_ipc(&self.state.sql, snapshot, statement, Arc::new(AtomicBool::new(false))).await?;
-        decode(bytes, self.state.sql.limits().max_rows).map_err(|s| Refusal::Outcome(Outcome::Failed(s.to_string())))
+        let max_rows = self.state.sql.limits().max_rows;
+        // Reading an answer of hundreds of MB (its messages checked) is CPU work: off the executor.
+        let failed = |e: String| Refusal::Outcome(Outcome::Failed(e));
+        tokio::task::spawn_blocking(move || decode(bytes, max_rows).map_err(|s| s.to_string()))
+            .await
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(failed)
     }
 
     /// Runs a statement and keeps its answer for the ticket of the FlightInfo returned.
@@ -752,9 +757,13 @@ mod tests {
         assert_eq!(code(Refusal::Refused(Refused::Syntax("x".into()))), Code::InvalidArgument);
         assert_eq!(code(Refusal::Refused(Refused::Forbidden("x".into()))), Code::PermissionDenied);
         assert_eq!(code(Refusal::Refused(Refused::UnknownTable("x".into()))), Code::InvalidArgument);
-        let time = Outcome::TooExpensive("a consulta excedeu o tempo limite de 5 ms e foi interrompida".into());
+        let time =
+            Outcome::TooExpensive(Limit::Time, "a consulta excedeu o tempo limite de 5 ms e foi interrompida".into());
         assert_eq!(code(Refusal::Outcome(time)), Code::DeadlineExceeded);
-        let memory = Outcome::TooExpensive("a consulta excedeu o limite de memória de 1 MB e foi interrompida".into());
+        let memory = Outcome::TooExpensive(
+            Limit::Memory,
+            "a consulta excedeu o limite de memória de 1 MB e foi interrompida".into(),
+        );
         let (status, _) = refusal_status(Refusal::Outcome(memory));
         assert_eq!(status.code(), Code::ResourceExhausted);
         assert!(status.message().starts_with("Consulta interrompida: "), "{}", status.message());

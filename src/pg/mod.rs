@@ -35,7 +35,7 @@ pub mod tls;
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::sandbox::Refused;
-use crate::engine::sql::worker::{Outcome, Runner};
+use crate::engine::sql::worker::{Limit, Outcome, Runner};
 use crate::engine::store::Store;
 use crate::process::keys::KeyStore;
 
@@ -350,7 +350,9 @@ impl Backend {
             Err(Refusal::Outcome(outcome)) => Err(match outcome {
                 Outcome::Rows { .. } => error("XX000", "erro interno do servidor"),
                 Outcome::Invalid(m) => error(sqlstate_of(&m), format!("consulta SQL inválida: {m}")),
-                Outcome::TooExpensive(m) => error("57014", format!("consulta interrompida: {m}")),
+                // 57014 at the time limit, 53200 at the memory budget (API-CONTRACT §7).
+                Outcome::TooExpensive(Limit::Time, m) => error("57014", format!("consulta interrompida: {m}")),
+                Outcome::TooExpensive(Limit::Memory, m) => error("53200", format!("consulta interrompida: {m}")),
                 Outcome::Busy => error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s"),
                 Outcome::Preparing(secs) => error(
                     "57P03",

@@ -86,12 +86,6 @@ pub async fn run_frame(
     Ok(if truncated { (frame.head(Some(max_rows)), true) } else { (frame, false) })
 }
 
-/// Whether a query stopped at a limit ([`Outcome::TooExpensive`]) was stopped at the time limit
-/// (rather than the memory budget).
-pub fn stopped_at_time_limit(reason: &str) -> bool {
-    reason.contains("tempo limite")
-}
-
 /// A statement with its `$n` parameters replaced by SQL literals (outside quoted text): a value
 /// that is `numeric` and reads as a finite number goes as it is, any other is quoted (so a value
 /// cannot inject SQL), `None` is NULL. The error names a parameter that is missing or invalid.

@@ -43,6 +43,15 @@ pub struct Request {
     pub describe: bool,
 }
 
+/// The limit a query was stopped at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `--sql-timeout-ms`.
+    Time,
+    /// `--sql-memory-mb`.
+    Memory,
+}
+
 /// How one query ended.
 #[derive(Debug)]
 pub enum Outcome {
@@ -50,8 +59,8 @@ pub enum Outcome {
     Rows { frame: DataFrame, truncated: bool },
     /// The query is wrong (an unknown column, a type error...): the reason, without paths.
     Invalid(String),
-    /// Stopped at a limit: which one.
-    TooExpensive(String),
+    /// Stopped at a limit: which one, and the reason as the clients read it.
+    TooExpensive(Limit, String),
     /// Every worker slot is taken.
     Busy,
     /// The dataset version's tables are still being written (a large dataset's first query):
@@ -520,14 +529,17 @@ impl Runner {
 
     fn too_expensive_time(&self) -> Outcome {
         let ms = self.limits.timeout.as_millis();
-        Outcome::TooExpensive(format!("a consulta excedeu o tempo limite de {ms} ms e foi interrompida"))
+        Outcome::TooExpensive(Limit::Time, format!("a consulta excedeu o tempo limite de {ms} ms e foi interrompida"))
     }
 
     fn too_expensive_memory(&self) -> Outcome {
-        Outcome::TooExpensive(format!(
-            "a consulta excedeu o limite de memória de {} MB e foi interrompida",
-            self.limits.memory_bytes / (1024 * 1024)
-        ))
+        Outcome::TooExpensive(
+            Limit::Memory,
+            format!(
+                "a consulta excedeu o limite de memória de {} MB e foi interrompida",
+                self.limits.memory_bytes / (1024 * 1024)
+            ),
+        )
     }
 
     /// Starts a warm worker.

@@ -136,7 +136,7 @@ async fn answer(
     let (frame, truncated) = match outcome {
         Outcome::Rows { frame, truncated } => (plain(frame).map_err(ApiError::internal)?, truncated),
         Outcome::Invalid(m) => return Err(ApiError::validation(format!("Consulta SQL inválida: {m}"))),
-        Outcome::TooExpensive(m) => return Err(ApiError::QueryTooExpensive(m)),
+        Outcome::TooExpensive(_, m) => return Err(ApiError::QueryTooExpensive(m)),
         Outcome::Busy => return Err(ApiError::Overloaded),
         Outcome::Preparing(secs) => return Err(ApiError::Preparing(secs)),
         Outcome::Failed(m) => return Err(ApiError::internal(m)),
