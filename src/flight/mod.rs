@@ -30,24 +30,28 @@ use arrow_flight::sql::{
     CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandStatementQuery, DoPutPreparedStatementResult,
     ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
+use arrow_flight::utils::batches_to_flight_data;
 use arrow_flight::{
-    Action, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage, SchemaAsIpc,
+    Action, FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage, SchemaAsIpc,
     Ticket,
 };
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
+use datafusion::arrow::ipc::convert::fb_to_schema;
 use datafusion::arrow::ipc::reader::StreamDecoder;
+use datafusion::arrow::ipc::{root_as_message, MessageHeader};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
 use datafusion::arrow::util::display::array_value_to_string;
 use futures::{Stream, TryStreamExt};
+use prost::bytes::Bytes;
 use prost::Message;
 use tokio::net::TcpListener;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::engine::sql::engine::PARAMETER;
+use crate::engine::sql::engine::{batch_bytes, in_messages, PARAMETER};
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::query::{self, Refusal, Statement};
 use crate::engine::sql::sandbox::Refused;
@@ -108,9 +112,17 @@ impl Tls {
 /// An answer computed for a ticket, waiting to be fetched by the key that asked.
 struct Answer {
     key: String,
-    schema: SchemaRef,
-    batches: Vec<RecordBatch>,
+    data: Vec<FlightData>,
     made: Instant,
+}
+
+/// An answer as Flight messages: its schema as the client reads it, the messages (the schema's
+/// first), its rows and bytes of Arrow data.
+struct Messages {
+    schema: SchemaRef,
+    data: Vec<FlightData>,
+    rows: usize,
+    bytes: usize,
 }
 
 /// A prepared statement: its text, its columns and parameters, and the values bound last.
@@ -183,10 +195,17 @@ fn refusal_status(refusal: Refusal) -> (Status, &'static str) {
     }
 }
 
+/// `schema` with its columns named as the client reads them (see [`wire_name`]).
+fn for_wire(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new(
+        schema.fields().iter().map(|f| f.as_ref().clone().with_name(wire_name(f.name()))).collect::<Vec<Field>>(),
+    ))
+}
+
 /// The schema and batches of a worker's Arrow IPC stream (no copy: the batches' buffers are the
 /// stream's), at most `max_rows` rows, columns named as the client reads them.
-fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch>), Status> {
-    let mut buffer = Buffer::from_vec(bytes);
+fn decode(answer: Bytes, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch>), Status> {
+    let mut buffer = Buffer::from(answer);
     let mut decoder = StreamDecoder::new();
     let mut batches = Vec::new();
     let mut rows = 0usize;
@@ -201,9 +220,7 @@ fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch
     }
     decoder.finish().map_err(internal)?;
     let schema = decoder.schema().ok_or_else(|| internal("the worker's answer has no schema"))?;
-    let wire: SchemaRef = Arc::new(Schema::new(
-        schema.fields().iter().map(|f| f.as_ref().clone().with_name(wire_name(f.name()))).collect::<Vec<Field>>(),
-    ));
+    let wire = for_wire(&schema);
     let batches = batches
         .into_iter()
         .map(|b| {
@@ -215,6 +232,78 @@ fn decode(bytes: Vec<u8>, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch
     Ok((wire, batches))
 }
 
+/// A worker's Arrow IPC stream as Flight messages, without decoding or copying its batches: the
+/// stream split into its messages, each batch's body a view of the answer (the worker wrote them
+/// in batches of about a Flight message's size), the schema's message written again with the
+/// names clients read. `None` when the stream has dictionaries or more than `max_rows` rows (it is
+/// decoded and cut then, see [`decode`]).
+fn split(answer: &Bytes, max_rows: usize) -> Result<Option<Messages>, Status> {
+    let broken = || internal("the worker's answer is not a complete Arrow IPC stream");
+    let word = |at: usize| -> Result<i32, Status> {
+        let bytes = answer.get(at..at + 4).ok_or_else(broken)?;
+        Ok(i32::from_le_bytes(bytes.try_into().map_err(|_| broken())?))
+    };
+    let (mut at, mut schema) = (0usize, None);
+    let (mut data, mut rows, mut bytes) = (Vec::new(), 0usize, 0usize);
+    loop {
+        // Each message: (0xFFFFFFFF,) its metadata's length, the metadata, the body.
+        let (mut length, mut head) = (word(at)?, at + 4);
+        if length == -1 {
+            length = word(head)?;
+            head += 4;
+        }
+        if length == 0 {
+            break;
+        }
+        let length = usize::try_from(length).map_err(|_| broken())?;
+        let header = answer.get(head..head + length).ok_or_else(broken)?;
+        let message = root_as_message(header).map_err(internal)?;
+        let body = usize::try_from(message.bodyLength()).map_err(|_| broken())?;
+        let body_at = head + length;
+        if answer.len() < body_at + body {
+            return Err(broken());
+        }
+        match message.header_type() {
+            MessageHeader::Schema => {
+                let fb = message.header_as_schema().ok_or_else(broken)?;
+                let wire = for_wire(&fb_to_schema(fb));
+                data.push(FlightData::from(SchemaAsIpc::new(&wire, &IpcWriteOptions::default())));
+                schema = Some(wire);
+            }
+            MessageHeader::RecordBatch => {
+                let batch = message.header_as_record_batch().ok_or_else(broken)?;
+                rows += usize::try_from(batch.length()).map_err(|_| broken())?;
+                if rows > max_rows {
+                    return Ok(None);
+                }
+                bytes += body;
+                data.push(FlightData {
+                    data_header: answer.slice(head..body_at),
+                    data_body: answer.slice(body_at..body_at + body),
+                    ..Default::default()
+                });
+            }
+            _ => return Ok(None),
+        }
+        at = body_at + body;
+    }
+    let schema = schema.ok_or_else(broken)?;
+    Ok(Some(Messages { schema, data, rows, bytes }))
+}
+
+/// A worker's answer as Flight messages of at most `max_rows` rows: [`split`], else decoded,
+/// cut and encoded again.
+fn messages(answer: Bytes, max_rows: usize) -> Result<Messages, Status> {
+    if let Some(messages) = split(&answer, max_rows)? {
+        return Ok(messages);
+    }
+    let (schema, batches) = decode(answer, max_rows)?;
+    let rows = batches.iter().map(RecordBatch::num_rows).sum();
+    let bytes = batches.iter().map(batch_bytes).sum();
+    let data = batches_to_flight_data(&schema, in_messages(batches)).map_err(internal)?;
+    Ok(Messages { schema, data, rows, bytes })
+}
+
 /// A schema as an IPC message (FlightInfo's and prepared statements' form).
 fn schema_bytes(schema: &Schema) -> Result<prost::bytes::Bytes, Status> {
     let message: Result<IpcMessage, _> = SchemaAsIpc::new(schema, &IpcWriteOptions::default()).try_into();
@@ -222,38 +311,13 @@ fn schema_bytes(schema: &Schema) -> Result<prost::bytes::Bytes, Status> {
     Ok(bytes)
 }
 
-/// Bytes of Arrow data per Flight message, about.
-const MESSAGE_BYTES: usize = 2 * 1024 * 1024;
-
-/// `batches` cut into slices of about [`MESSAGE_BYTES`] each (no copy). Their size is measured
-/// on the slice: the decoded answer's arrays are views into one buffer, whose whole size the
-/// encoder's own split would count for every column and cut into slivers of a few rows.
-fn messages(batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
-    let mut out = Vec::with_capacity(batches.len());
-    for batch in batches {
-        let rows = batch.num_rows();
-        if rows == 0 {
-            continue;
-        }
-        let bytes: usize =
-            batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_default()).sum();
-        let per = rows.div_ceil(bytes.div_ceil(MESSAGE_BYTES).max(1)).max(1);
-        let mut start = 0;
-        while start < rows {
-            let len = per.min(rows - start);
-            out.push(batch.slice(start, len));
-            start += len;
-        }
-    }
-    out
-}
-
-/// A stream of Flight data for `batches`, in messages of about [`MESSAGE_BYTES`].
+/// A stream of Flight data for `batches`, in messages of about [`MESSAGE_BYTES`] (see
+/// [`in_messages`]).
 fn flight_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> BoxedStream<arrow_flight::FlightData> {
     let stream = FlightDataEncoderBuilder::new()
         .with_schema(schema)
         .with_max_flight_data_size(usize::MAX)
-        .build(futures::stream::iter(messages(batches).into_iter().map(Ok::<_, arrow_flight::error::FlightError>)))
+        .build(futures::stream::iter(in_messages(batches).into_iter().map(Ok::<_, arrow_flight::error::FlightError>)))
         .map_err(Status::from);
     Box::pin(stream)
 }
@@ -289,9 +353,9 @@ impl Door {
     }
 
     /// Runs a statement for `key` (counted in the metrics and logged like a request).
-    async fn execute(&self, key: &str, sql: &str) -> Result<(SchemaRef, Vec<RecordBatch>), Status> {
+    async fn execute(&self, key: &str, sql: &str) -> Result<Messages, Status> {
         let started = Instant::now();
-        let result = self.execute_unlogged(key, sql, false).await;
+        let result = self.run(key, sql, false, messages).await;
         let (result, outcome) = match result {
             Ok(answer) => (Ok(answer), "ok"),
             Err(refusal) => {
@@ -305,19 +369,31 @@ impl Door {
         result
     }
 
+    /// Runs a statement (or describes it) for `key`, not logged: its schema and batches.
     async fn execute_unlogged(
         &self,
         key: &str,
         sql: &str,
         describe: bool,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Refusal> {
+        self.run(key, sql, describe, decode).await
+    }
+
+    /// Runs a statement and reads the worker's answer (at most `max_rows` rows) with `read`.
+    async fn run<T: Send + 'static>(
+        &self,
+        key: &str,
+        sql: &str,
+        describe: bool,
+        read: fn(Bytes, usize) -> Result<T, Status>,
+    ) -> Result<T, Refusal> {
         let snapshot = query::snapshot(&self.state.store, None)?;
         let statement = Statement { sql, user: key, positional: true, describe };
-        let bytes = query::run_ipc(&self.state.sql, snapshot, statement, Arc::new(AtomicBool::new(false))).await?;
+        let answer = query::run_ipc(&self.state.sql, snapshot, statement, Arc::new(AtomicBool::new(false))).await?;
         let max_rows = self.state.sql.limits().max_rows;
-        // Reading an answer of hundreds of MB (its messages checked) is CPU work: off the executor.
+        // Reading an answer of hundreds of MB is CPU work: off the executor.
         let failed = |e: String| Refusal::Outcome(Outcome::Failed(e));
-        tokio::task::spawn_blocking(move || decode(bytes, max_rows).map_err(|s| s.to_string()))
+        tokio::task::spawn_blocking(move || read(Bytes::from_owner(answer), max_rows).map_err(|s| s.to_string()))
             .await
             .map_err(|e| failed(e.to_string()))?
             .map_err(failed)
@@ -325,17 +401,12 @@ impl Door {
 
     /// Runs a statement and keeps its answer for the ticket of the FlightInfo returned.
     async fn answer(&self, key: &str, sql: &str, descriptor: FlightDescriptor) -> Result<Response<FlightInfo>, Status> {
-        let (schema, batches) = self.execute(key, sql).await?;
-        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        let Messages { schema, data, rows, bytes } = self.execute(key, sql).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
         {
             let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
             answers.retain(|_, a| a.made.elapsed() < KEPT);
-            answers.insert(
-                id.clone(),
-                Answer { key: key.to_string(), schema: Arc::clone(&schema), batches, made: Instant::now() },
-            );
+            answers.insert(id.clone(), Answer { key: key.to_string(), data, made: Instant::now() });
         }
         let ticket = TicketStatementQuery { statement_handle: id.into_bytes().into() };
         let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec()));
@@ -442,7 +513,7 @@ impl FlightSqlService for Door {
         let Some(answer) = answer else {
             return Err(Status::not_found("Resultado desconhecido ou já lido: execute a consulta novamente"));
         };
-        Ok(Response::new(flight_stream(answer.schema, answer.batches)))
+        Ok(Response::new(Box::pin(futures::stream::iter(answer.data.into_iter().map(Ok)))))
     }
 
     async fn do_action_create_prepared_statement(
@@ -723,31 +794,51 @@ mod tests {
     use datafusion::arrow::datatypes::DataType;
     use datafusion::arrow::ipc::writer::StreamWriter;
 
-    fn ipc(rows: i64) -> Vec<u8> {
+    fn ipc(rows: i64) -> Bytes {
         let name = format!("n{}1", crate::engine::sql::names::MARK);
         let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Int64, false)]));
         let batch =
             RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from_iter_values(0..rows))]).unwrap();
         let mut out = Vec::new();
         let mut w = StreamWriter::try_new(&mut out, &schema).unwrap();
-        w.write(&batch).unwrap();
+        for batch in [batch.slice(0, rows as usize / 2), batch.slice(rows as usize / 2, rows as usize - rows as usize / 2)]
+        {
+            w.write(&batch).unwrap();
+        }
         w.finish().unwrap();
         drop(w);
-        out
+        Bytes::from(out)
+    }
+
+    fn values(data: &[FlightData]) -> Vec<i64> {
+        let batches = arrow_flight::utils::flight_data_to_batches(data).unwrap();
+        assert!(batches.iter().all(|b| b.schema().field(0).name() == "n"));
+        batches.iter().flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect()
     }
 
     #[test]
     fn answers_are_cut_at_the_row_limit_and_named_for_clients() {
-        let (schema, batches) = decode(ipc(11), 10).unwrap();
-        assert_eq!(schema.field(0).name(), "n");
-        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 10);
-        let (_, batches) = decode(ipc(3), 10).unwrap();
-        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
-        // A large answer goes in messages of about 2 MB, measured on their own rows.
+        // Within the limit, the worker's messages go as they are (its two batches), renamed.
+        let answer = ipc(3);
+        let m = messages(answer.clone(), 10).unwrap();
+        assert_eq!((m.schema.field(0).name().as_str(), m.rows, m.data.len()), ("n", 3, 3));
+        assert_eq!(values(&m.data), vec![0, 1, 2]);
+        // The bodies are views of the answer, not copies.
+        let within = |b: &Bytes| answer.as_ptr() as usize <= b.as_ptr() as usize
+            && b.as_ptr() as usize + b.len() <= answer.as_ptr() as usize + answer.len();
+        assert!(within(&m.data[1].data_body) && within(&m.data[2].data_header));
+        // Past it, decoded and cut.
+        let m = messages(ipc(11), 10).unwrap();
+        assert_eq!((m.schema.field(0).name().as_str(), m.rows), ("n", 10));
+        assert_eq!(values(&m.data), (0..10).collect::<Vec<_>>());
+        // A stream cut short is an error, not a shorter answer.
+        let cut = ipc(1000);
+        assert!(messages(cut.slice(..cut.len() - 100), 10_000).is_err());
+        // A large batch goes in messages of about 2 MB, measured on their own rows.
         let (_, batches) = decode(ipc(1_000_000), 1_000_000).unwrap();
-        let messages = messages(batches);
-        assert_eq!(messages.iter().map(RecordBatch::num_rows).sum::<usize>(), 1_000_000);
-        assert!(messages.len() >= 4 && messages.len() <= 8, "{}", messages.len());
+        let cut = in_messages(batches);
+        assert_eq!(cut.iter().map(RecordBatch::num_rows).sum::<usize>(), 1_000_000);
+        assert!(cut.len() >= 4 && cut.len() <= 8, "{}", cut.len());
     }
 
     #[test]

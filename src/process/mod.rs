@@ -23,7 +23,12 @@ pub fn gone(pid: u32) -> bool {
 /// This process's scratch folder `PREFIX-PID` in the system's temporary folder (not created);
 /// the scratch folders of gone processes with the same prefix are removed.
 pub fn scratch_dir(prefix: &str) -> PathBuf {
-    if let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) {
+    scratch_dir_in(&std::env::temp_dir(), prefix)
+}
+
+/// [`scratch_dir`] in `parent`.
+pub fn scratch_dir_in(parent: &Path, prefix: &str) -> PathBuf {
+    if let Ok(entries) = std::fs::read_dir(parent) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let left_over = name
@@ -36,5 +41,5 @@ pub fn scratch_dir(prefix: &str) -> PathBuf {
             }
         }
     }
-    std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()))
+    parent.join(format!("{prefix}-{}", std::process::id()))
 }

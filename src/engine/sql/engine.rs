@@ -313,9 +313,16 @@ impl Engine {
         Ok(out)
     }
 
-    /// Runs `sql` over the tables in `dir` and returns at most `max_rows + 1` rows as an Arrow
-    /// IPC stream, with types every client reads (see [`for_clients`]).
-    pub fn answer(&mut self, dir: &Path, tables: &[String], sql: &str, max_rows: usize) -> Result<Vec<u8>, Failure> {
+    /// Runs `sql` over the tables in `dir`: at most `max_rows + 1` rows, with types every client
+    /// reads (see [`for_clients`]), in record batches of about [`MESSAGE_BYTES`] (see
+    /// [`write_answer`]).
+    pub fn answer(
+        &mut self,
+        dir: &Path,
+        tables: &[String],
+        sql: &str,
+        max_rows: usize,
+    ) -> Result<(SchemaRef, Vec<RecordBatch>), Failure> {
         let ctx = self.loaded(dir, tables)?;
         let sql = sql.to_string();
         let batches = self.runtime.block_on(async move {
@@ -328,16 +335,45 @@ impl Engine {
         });
         let (schema, batches) = batches.map_err(classify)?;
         let (schema, batches) = for_clients(schema, batches).map_err(Failure::Invalid)?;
-        let mut out = Vec::new();
-        let written = StreamWriter::try_new(&mut out, &schema).and_then(|mut w| {
-            for batch in &batches {
-                w.write(batch)?;
-            }
-            w.finish()
-        });
-        written.map_err(|e| Failure::Invalid(e.to_string()))?;
-        Ok(out)
+        Ok((schema, in_messages(batches)))
     }
+}
+
+/// Bytes of Arrow data per record batch of an answer, about: the size of one Flight message
+/// (gRPC clients take messages of a few MB), and small enough to stream.
+pub const MESSAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// The bytes of Arrow data `batch` holds (its slice of shared buffers, not their whole size).
+pub fn batch_bytes(batch: &RecordBatch) -> usize {
+    batch.columns().iter().map(|c| c.to_data().get_slice_memory_size().unwrap_or_default()).sum()
+}
+
+/// `batches` cut into slices of about [`MESSAGE_BYTES`] each (no copy), without empty ones.
+pub fn in_messages(batches: Vec<RecordBatch>) -> Vec<RecordBatch> {
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let rows = batch.num_rows();
+        if rows == 0 {
+            continue;
+        }
+        let per = rows.div_ceil(batch_bytes(&batch).div_ceil(MESSAGE_BYTES).max(1)).max(1);
+        let mut start = 0;
+        while start < rows {
+            let len = per.min(rows - start);
+            out.push(batch.slice(start, len));
+            start += len;
+        }
+    }
+    out
+}
+
+/// Writes an answer as an Arrow IPC stream to `out`.
+pub fn write_answer<W: std::io::Write>(out: W, schema: &Schema, batches: &[RecordBatch]) -> Result<(), String> {
+    let mut writer = StreamWriter::try_new(out, schema).map_err(|e| e.to_string())?;
+    for batch in batches {
+        writer.write(batch).map_err(|e| e.to_string())?;
+    }
+    writer.finish().map_err(|e| e.to_string())
 }
 
 /// A DataFusion error as the analyst reads it: its first line, without DataFusion's own prefixes

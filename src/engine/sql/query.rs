@@ -9,7 +9,7 @@ use std::sync::Arc;
 use polars::prelude::{DataFrame, IpcStreamReader, SerReader};
 
 use super::sandbox::{self, Refused};
-use super::worker::{offered_tables, Outcome, Runner};
+use super::worker::{offered_tables, Answer, Outcome, Runner};
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::store::Store;
 
@@ -51,7 +51,7 @@ pub async fn run_ipc(
     snapshot: Arc<Snapshot>,
     statement: Statement<'_>,
     cancel: Arc<AtomicBool>,
-) -> Result<Vec<u8>, Refusal> {
+) -> Result<Answer, Refusal> {
     let offered = offered_tables(&snapshot.info.views);
     let checked =
         sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
@@ -78,8 +78,8 @@ pub async fn run_frame(
     cancel: Arc<AtomicBool>,
 ) -> Result<(DataFrame, bool), Refusal> {
     let max_rows = runner.limits().max_rows;
-    let bytes = run_ipc(runner, snapshot, statement, cancel).await?;
-    let frame = IpcStreamReader::new(std::io::Cursor::new(bytes))
+    let answer = run_ipc(runner, snapshot, statement, cancel).await?;
+    let frame = IpcStreamReader::new(std::io::Cursor::new(&answer[..]))
         .finish()
         .map_err(|e| Refusal::Outcome(Outcome::Failed(format!("cannot read the SQL worker's answer: {e}"))))?;
     let truncated = frame.height() > max_rows;

@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use datafusion::arrow::array::RecordBatch as ArrowBatch;
+use datafusion::arrow::datatypes::Schema as ArrowSchema;
 use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
@@ -21,6 +23,11 @@ use crate::engine::dataset::views::Views;
 
 /// A worker's answer: the rows (an Arrow IPC stream).
 const ROWS: u8 = 0;
+/// A worker's answer: the rows, written to the request's `answer_file` (nothing follows).
+const ROWS_IN_FILE: u8 = 1;
+/// Answers of more bytes than this go through a file (when the request names one), which the
+/// service maps instead of reading them through the pipe.
+const INLINE_BYTES: usize = 8 * 1024 * 1024;
 /// A worker's answer: the query is wrong or unsupported (the reason follows).
 const QUERY_FAILED: u8 = 3;
 /// A worker's answer: the query outgrew the memory budget.
@@ -41,6 +48,9 @@ pub struct Request {
     /// Describe the statement instead of running it (see [`Engine::describe`]).
     #[serde(default)]
     pub describe: bool,
+    /// Where to write an answer of more than [`INLINE_BYTES`] (in a folder of the service's).
+    #[serde(default)]
+    pub answer_file: Option<PathBuf>,
 }
 
 /// The limit a query was stopped at.
@@ -118,9 +128,11 @@ pub fn run_worker() -> i32 {
                 // worker's: the analyst gets the reason, the worker stays up.
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     if request.describe {
-                        engine.describe(&request.tables_dir, &request.tables, &request.sql)
+                        engine.describe(&request.tables_dir, &request.tables, &request.sql).map(|b| (ROWS, b))
                     } else {
-                        engine.answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
+                        engine
+                            .answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
+                            .and_then(|(schema, batches)| reply(&schema, &batches, request.answer_file.as_deref()))
                     }
                 }))
                 .unwrap_or_else(|panic| {
@@ -133,7 +145,7 @@ pub fn run_worker() -> i32 {
                 })
             });
         let (status, payload) = match answer {
-            Ok(bytes) => (ROWS, bytes),
+            Ok(reply) => reply,
             Err(Failure::Invalid(reason)) => (QUERY_FAILED, reason.into_bytes()),
             Err(Failure::Memory) => (OUT_OF_MEMORY, Vec::new()),
         };
@@ -144,6 +156,27 @@ pub fn run_worker() -> i32 {
             .and_then(|()| output.flush());
         if written.is_err() {
             return 2;
+        }
+    }
+}
+
+/// An answer as the worker sends it: inline ([`ROWS`] and the stream), or, past
+/// [`INLINE_BYTES`] with a file named, written there ([`ROWS_IN_FILE`]): one copy into the page
+/// cache, which the service maps, instead of two through a pipe.
+fn reply(schema: &ArrowSchema, batches: &[ArrowBatch], file: Option<&Path>) -> Result<(u8, Vec<u8>), Failure> {
+    let bytes: usize = batches.iter().map(super::engine::batch_bytes).sum();
+    match file {
+        Some(path) if bytes > INLINE_BYTES => {
+            let written = std::fs::File::create(path)
+                .map_err(|e| e.to_string())
+                .and_then(|f| super::engine::write_answer(std::io::BufWriter::with_capacity(1 << 20, f), schema, batches));
+            written.map_err(|e| Failure::Invalid(format!("cannot write the answer: {e}")))?;
+            Ok((ROWS_IN_FILE, Vec::new()))
+        }
+        _ => {
+            let mut out = Vec::with_capacity(bytes + 4096);
+            super::engine::write_answer(&mut out, schema, batches).map_err(Failure::Invalid)?;
+            Ok((ROWS, out))
         }
     }
 }
@@ -305,6 +338,71 @@ pub struct Runner {
     preparing: std::sync::Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
+    /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
+    answers: Option<PathBuf>,
+}
+
+/// An answer of a worker's (an Arrow IPC stream): read through the pipe, or mapped from the file
+/// it wrote (removed once mapped).
+pub enum Answer {
+    Inline(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl AsRef<[u8]> for Answer {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Answer::Inline(bytes) => bytes,
+            Answer::Mapped(map) => map,
+        }
+    }
+}
+
+impl std::ops::Deref for Answer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_ref()
+    }
+}
+
+/// Removes a file when dropped (an answer file the worker may have left half-written).
+struct Removed<'a>(Option<&'a Path>);
+
+impl Drop for Removed<'_> {
+    fn drop(&mut self) {
+        if let Some(path) = self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Maps the answer a worker wrote to `path`, and removes the file (the mapping keeps it).
+fn mapped(path: &Path) -> Result<Answer, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot open the SQL worker's answer: {e}"))?;
+    let _ = std::fs::remove_file(path);
+    // SAFETY: the file is this process's (in its own folder, named once per query) and no longer
+    // written: the worker answered, and it is unlinked, so nothing else can open and change it.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+        .map_err(|e| format!("cannot map the SQL worker's answer: {e}"))?;
+    Ok(Answer::Mapped(map))
+}
+
+/// The folder of the workers' large answers: in `/dev/shm` where it is a writable tmpfs (the
+/// answer never touches a disk), else `fallback`; `None` when neither can be made.
+fn answers_dir(fallback: PathBuf) -> Option<PathBuf> {
+    let shm = Path::new("/dev/shm");
+    let candidates = shm
+        .is_dir()
+        .then(|| crate::process::scratch_dir_in(shm, "eco-insights-answers"))
+        .into_iter()
+        .chain(std::iter::once(fallback));
+    for dir in candidates {
+        let _ = std::fs::remove_dir_all(&dir);
+        if std::fs::create_dir_all(&dir).is_ok() {
+            return Some(dir);
+        }
+    }
+    None
 }
 
 /// Gives a slot back when the query ends, however it ends.
@@ -324,7 +422,9 @@ impl Runner {
         // A folder named with this process's id is a stopped process's whose id this one reuses.
         let _ = std::fs::remove_dir_all(&dir);
         let program = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("eco-insights"));
+        let answers = answers_dir(crate::process::scratch_dir("eco-insights-answers"));
         Runner {
+            answers,
             limits,
             idle: Mutex::new(Vec::new()),
             running: Mutex::new(0),
@@ -440,7 +540,7 @@ impl Runner {
         describe: bool,
     ) -> Outcome {
         match self.ask_ipc(snapshot, sql, cancel, describe) {
-            Ok(bytes) => match IpcStreamReader::new(std::io::Cursor::new(bytes)).finish() {
+            Ok(answer) => match IpcStreamReader::new(std::io::Cursor::new(&answer[..])).finish() {
                 Ok(frame) => {
                     let truncated = frame.height() > self.limits.max_rows;
                     let frame = if truncated { frame.head(Some(self.limits.max_rows)) } else { frame };
@@ -461,7 +561,7 @@ impl Runner {
         sql: &str,
         cancel: &std::sync::atomic::AtomicBool,
         describe: bool,
-    ) -> Result<Vec<u8>, Outcome> {
+    ) -> Result<Answer, Outcome> {
         {
             let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
             if *n >= self.limits.workers {
@@ -484,6 +584,7 @@ impl Runner {
             max_rows: self.limits.max_rows,
             memory_bytes: self.limits.memory_bytes,
             describe,
+            answer_file: self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string())),
         };
         self.ask_warm(&request, started, cancel).map_err(|outcome| match outcome {
             Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
@@ -606,7 +707,8 @@ impl Runner {
         request: &Request,
         started: Instant,
         cancel: &std::sync::atomic::AtomicBool,
-    ) -> Result<Vec<u8>, Outcome> {
+    ) -> Result<Answer, Outcome> {
+        let _removed = Removed(request.answer_file.as_deref());
         let kept = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let (same, other): (Vec<Warm>, Vec<Warm>) =
@@ -653,7 +755,12 @@ impl Runner {
         match answer {
             Ok(Some((ROWS, bytes))) => {
                 self.keep(warm);
-                Ok(bytes)
+                Ok(Answer::Inline(bytes))
+            }
+            Ok(Some((ROWS_IN_FILE, _))) => {
+                self.keep(warm);
+                let path = request.answer_file.as_deref().ok_or_else(|| Outcome::Failed("no answer file".into()))?;
+                mapped(path).map_err(Outcome::Failed)
             }
             Ok(Some((OUT_OF_MEMORY, _))) => {
                 self.keep(warm);
