@@ -32,16 +32,16 @@ use arrow_flight::sql::{
 };
 use arrow_flight::utils::batches_to_flight_data;
 use arrow_flight::{
-    Action, FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage, SchemaAsIpc,
-    Ticket,
+    Action, FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
+    SchemaAsIpc, Ticket,
 };
 use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
 use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::convert::fb_to_schema;
 use datafusion::arrow::ipc::reader::StreamDecoder;
-use datafusion::arrow::ipc::{root_as_message, MessageHeader};
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
+use datafusion::arrow::ipc::{root_as_message, MessageHeader};
 use datafusion::arrow::util::display::array_value_to_string;
 use futures::{Stream, TryStreamExt};
 use prost::bytes::Bytes;
@@ -801,7 +801,8 @@ mod tests {
             RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from_iter_values(0..rows))]).unwrap();
         let mut out = Vec::new();
         let mut w = StreamWriter::try_new(&mut out, &schema).unwrap();
-        for batch in [batch.slice(0, rows as usize / 2), batch.slice(rows as usize / 2, rows as usize - rows as usize / 2)]
+        for batch in
+            [batch.slice(0, rows as usize / 2), batch.slice(rows as usize / 2, rows as usize - rows as usize / 2)]
         {
             w.write(&batch).unwrap();
         }
@@ -813,7 +814,10 @@ mod tests {
     fn values(data: &[FlightData]) -> Vec<i64> {
         let batches = arrow_flight::utils::flight_data_to_batches(data).unwrap();
         assert!(batches.iter().all(|b| b.schema().field(0).name() == "n"));
-        batches.iter().flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec()).collect()
+        batches
+            .iter()
+            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
+            .collect()
     }
 
     #[test]
@@ -824,8 +828,10 @@ mod tests {
         assert_eq!((m.schema.field(0).name().as_str(), m.rows, m.data.len()), ("n", 3, 3));
         assert_eq!(values(&m.data), vec![0, 1, 2]);
         // The bodies are views of the answer, not copies.
-        let within = |b: &Bytes| answer.as_ptr() as usize <= b.as_ptr() as usize
-            && b.as_ptr() as usize + b.len() <= answer.as_ptr() as usize + answer.len();
+        let within = |b: &Bytes| {
+            answer.as_ptr() as usize <= b.as_ptr() as usize
+                && b.as_ptr() as usize + b.len() <= answer.as_ptr() as usize + answer.len()
+        };
         assert!(within(&m.data[1].data_body) && within(&m.data[2].data_header));
         // Past it, decoded and cut.
         let m = messages(ipc(11), 10).unwrap();

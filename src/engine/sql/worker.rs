@@ -100,8 +100,9 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
 }
 
 /// The worker (`eco-insights sql-worker`): reads requests framed as a little-endian u32 length
-/// and the JSON, answers each with a status byte ([`ROWS`], [`QUERY_FAILED`], [`OUT_OF_MEMORY`]),
-/// a little-endian u64 length and the Arrow IPC stream or the reason. It keeps the last version's
+/// and the JSON, answers each with a status byte ([`ROWS`], [`ROWS_IN_FILE`], [`QUERY_FAILED`],
+/// [`OUT_OF_MEMORY`]), a little-endian u64 length and the Arrow IPC stream or the reason (nothing
+/// for an answer written to the request's file). It keeps the last version's
 /// tables mapped for the next queries on it. Ends when its input ends.
 pub fn run_worker() -> i32 {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
@@ -167,9 +168,9 @@ fn reply(schema: &ArrowSchema, batches: &[ArrowBatch], file: Option<&Path>) -> R
     let bytes: usize = batches.iter().map(super::engine::batch_bytes).sum();
     match file {
         Some(path) if bytes > INLINE_BYTES => {
-            let written = std::fs::File::create(path)
-                .map_err(|e| e.to_string())
-                .and_then(|f| super::engine::write_answer(std::io::BufWriter::with_capacity(1 << 20, f), schema, batches));
+            let written = std::fs::File::create(path).map_err(|e| e.to_string()).and_then(|f| {
+                super::engine::write_answer(std::io::BufWriter::with_capacity(1 << 20, f), schema, batches)
+            });
             written.map_err(|e| Failure::Invalid(format!("cannot write the answer: {e}")))?;
             Ok((ROWS_IN_FILE, Vec::new()))
         }
