@@ -51,6 +51,17 @@ impl Answers {
         self.len() == 0
     }
 
+    /// The answer to `question` if it is computed and kept (marked as used), without waiting for
+    /// one being computed: what a request can answer without leaving its async task.
+    pub fn kept<T: Send + Sync + 'static>(&self, question: &str) -> Option<Arc<T>> {
+        let tick = self.clock.fetch_add(1, Ordering::Relaxed);
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        let entry = entries.get(question)?;
+        let value = entry.cell.get()?.as_ref().ok()?;
+        entry.used.store(tick, Ordering::Relaxed);
+        Arc::clone(value).downcast::<T>().ok()
+    }
+
     /// The answer to `question` (a normalised key, unique per operation and parameters),
     /// computed by `compute` the first time; `weigh` estimates its bytes. An error is not kept:
     /// the next request computes again.

@@ -322,13 +322,23 @@ pub fn grouped_written(
     by: GroupBy,
     write: impl FnOnce(&[Group]) -> PolarsResult<Arc<str>>,
 ) -> PolarsResult<Arc<str>> {
-    let key = format!("written|{}", grouped_key(query, by));
     let kept = snapshot.answers.get_or_compute(
-        &key,
+        &written_key(query, by),
         |text: &Arc<str>| text.len(),
         || write(&grouped(snapshot, query, by)?),
     )?;
     Ok(Arc::clone(&kept))
+}
+
+/// The grouped rankings' JSON if it is kept already (see [`grouped_written`]): answered on the
+/// request's own task, with no hop to a blocking thread.
+pub fn grouped_kept(snapshot: &Table, query: &RankingQuery, by: GroupBy) -> Option<Arc<str>> {
+    snapshot.answers.kept::<Arc<str>>(&written_key(query, by)).map(|kept| Arc::clone(&*kept))
+}
+
+/// The question of a grouped ranking's written answer.
+fn written_key(query: &RankingQuery, by: GroupBy) -> String {
+    format!("written|{}", grouped_key(query, by))
 }
 
 /// The normalised question of a grouped ranking.
@@ -659,9 +669,13 @@ mod tests {
             writes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(Arc::from(groups.iter().map(|g| g.key.as_str()).collect::<Vec<_>>().join(",")))
         };
+        assert!(grouped_kept(&s, &q, GroupBy::Marca).is_none(), "nothing kept before the first ask");
         let first = grouped_written(&s, &q, GroupBy::Marca, write).unwrap();
         let again = grouped_written(&s, &q, GroupBy::Marca, write).unwrap();
         assert!(Arc::ptr_eq(&first, &again), "the same question is the kept bytes");
+        let kept = grouped_kept(&s, &q, GroupBy::Marca).expect("kept after the first ask");
+        assert!(Arc::ptr_eq(&first, &kept), "the kept bytes, without a walk");
+        assert!(grouped_kept(&s, &q, GroupBy::Categoria).is_none(), "another question is not kept");
         assert_eq!(writes.load(std::sync::atomic::Ordering::Relaxed), 1);
         let brands: std::collections::BTreeSet<String> =
             s.vehicles().into_iter().filter(|v| v.co2_referencia_g_km.is_some()).map(|v| v.marca).collect();

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::HeaderValue;
@@ -223,8 +224,94 @@ impl RawReply {
 
 impl IntoResponse for RawReply {
     fn into_response(self) -> Response {
-        raw_response(self.data.as_bytes(), &self.meta, &self.version)
+        match self.data {
+            // Large JSON kept for every request (a grouped ranking, tens of KB) goes out as it is
+            // kept: the envelope's head, the kept bytes and the meta as three pieces of one body,
+            // written together, with no copy of the kept part.
+            RawJson::Shared(data) if data.len() >= SHARED_UNCOPIED_BYTES => {
+                let mut tail = Vec::with_capacity(160);
+                tail.extend_from_slice(br#","meta":"#);
+                write_meta(&mut tail, &self.meta);
+                tail.extend_from_slice(b"}}");
+                let pieces = [Bytes::from_static(ENVELOPE_HEAD), Bytes::from_owner(Kept(data)), Bytes::from(tail)];
+                json_response(axum::body::Body::new(Pieces::new(pieces)), &self.version)
+            }
+            data => raw_response(data.as_bytes(), &self.meta, &self.version),
+        }
     }
+}
+
+/// Shared JSON of at least this many bytes is written without copying it (see
+/// [`RawReply::into_response`]); smaller JSON is copied into one buffer with its envelope.
+const SHARED_UNCOPIED_BYTES: usize = 16 * 1024;
+
+/// The envelope up to `data.data`'s value.
+const ENVELOPE_HEAD: &[u8] = br#"{"success":true,"data":{"data":"#;
+
+/// Kept JSON as the bytes of a body.
+struct Kept(Arc<str>);
+
+impl AsRef<[u8]> for Kept {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// A body of a few pieces, of known length (so it is sent with `Content-Length`).
+struct Pieces {
+    pieces: std::collections::VecDeque<Bytes>,
+    left: u64,
+}
+
+impl Pieces {
+    fn new(pieces: impl IntoIterator<Item = Bytes>) -> Pieces {
+        let pieces: std::collections::VecDeque<Bytes> = pieces.into_iter().filter(|p| !p.is_empty()).collect();
+        let left = pieces.iter().map(|p| p.len() as u64).sum();
+        Pieces { pieces, left }
+    }
+}
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        std::task::Poll::Ready(this.pieces.pop_front().map(|piece| {
+            this.left -= piece.len() as u64;
+            Ok(http_body::Frame::data(piece))
+        }))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.left)
+    }
+}
+
+/// Writes `meta` as JSON (`{}` in the unlikely case it cannot be written).
+fn write_meta(out: &mut Vec<u8>, meta: &Meta) {
+    let at = out.len();
+    if serde_json::to_writer(&mut *out, meta).is_err() {
+        out.truncate(at);
+        out.extend_from_slice(b"{}");
+    }
+}
+
+/// A JSON answer with the dataset version header.
+fn json_response(body: axum::body::Body, version: &str) -> Response {
+    let mut res =
+        ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
+    if let Ok(v) = HeaderValue::from_str(version) {
+        res.headers_mut().insert(DATASET_VERSION, v);
+    }
+    res
 }
 
 impl RawReply {
@@ -240,21 +327,12 @@ impl RawReply {
 fn raw_response(data: &[u8], meta: &Meta, version: &str) -> Response {
     // Room for the envelope's keys and a meta without filters or pagination.
     let mut body = Vec::with_capacity(data.len() + 160);
-    body.extend_from_slice(br#"{"success":true,"data":{"data":"#);
+    body.extend_from_slice(ENVELOPE_HEAD);
     body.extend_from_slice(data);
     body.extend_from_slice(br#","meta":"#);
-    let at = body.len();
-    if serde_json::to_writer(&mut body, meta).is_err() {
-        body.truncate(at);
-        body.extend_from_slice(b"{}");
-    }
+    write_meta(&mut body, meta);
     body.extend_from_slice(b"}}");
-    let mut res =
-        ([(axum::http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response();
-    if let Ok(v) = HeaderValue::from_str(version) {
-        res.headers_mut().insert(DATASET_VERSION, v);
-    }
-    res
+    json_response(axum::body::Body::from(body), version)
 }
 
 /// What a handler needs: the snapshot it works on (fixed for the whole request) and its id.
@@ -341,4 +419,42 @@ impl Ctx {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Items<T> {
     pub items: Vec<T>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body's exact length as announced (hyper's `Content-Length`), and its bytes.
+    fn sent(reply: RawReply) -> (Option<u64>, Vec<u8>) {
+        let response = reply.into_response();
+        let length = http_body::Body::size_hint(response.body()).exact();
+        let body = futures::executor::block_on(axum::body::to_bytes(response.into_body(), usize::MAX)).unwrap();
+        (length, body.to_vec())
+    }
+
+    /// Large kept JSON goes out in pieces, without a copy, as the same bytes and length as the
+    /// small JSON copied into one buffer.
+    #[test]
+    fn kept_json_is_the_same_envelope_whether_copied_or_not() {
+        let id = Uuid::new_v4();
+        for items in [3, 2_000] {
+            let data = format!("[{}]", vec![r#"{"a":"ç"}"#; items].join(","));
+            assert_eq!(data.len() >= SHARED_UNCOPIED_BYTES, items > 3);
+            let (length, body) = sent(RawReply::shared(Arc::from(data.as_str()), id, "v1".into()));
+            let (_, copied) = sent(RawReply {
+                data: RawJson::Owned(data.clone().into_bytes()),
+                ..RawReply::shared(Arc::from(""), id, "v1".into())
+            });
+            let value: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(value["data"]["data"].as_array().map(Vec::len), Some(items));
+            assert_eq!(value["data"]["meta"]["request_id"], id.to_string());
+            assert_eq!(length, Some(body.len() as u64), "sent with its exact length");
+            let strip = |b: &[u8]| {
+                let v: Value = serde_json::from_slice(b).unwrap();
+                (v["success"].clone(), v["data"]["data"].clone(), v["data"]["meta"]["request_id"].clone())
+            };
+            assert_eq!(strip(&body), strip(&copied));
+        }
+    }
 }

@@ -121,10 +121,14 @@ pub async fn custom(ctx: Ctx, uri: Uri, headers: HeaderMap, RawQuery(query): Raw
 }
 
 /// Shared body of the four grouped rankings: `data.data` is written once per question and
-/// dataset version, then kept as bytes (only the meta is written per request).
+/// dataset version, then kept as bytes (only the meta is written per request); a kept answer is
+/// sent from the request's own task, as a fixed ranking is.
 async fn grouped(ctx: Ctx, query: Option<String>, by: GroupBy) -> Result<RawReply, ApiError> {
     let q = ranking_query(query.as_deref(), DEFAULT_GROUP_TOP)?;
     let applied = ranking_applied(&q, Some(by));
+    if let Some(data) = rankings::grouped_kept(&ctx.snapshot, &q, by) {
+        return Ok(ctx.reply_kept(data, Some(applied)));
+    }
     let data = ctx
         .run(move |s| {
             rankings::grouped_written(s, &q, by, |groups| {
