@@ -46,7 +46,7 @@ pub struct Layout {
 pub const PARAMETER: &str = "\u{1e}$";
 
 /// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
-const SLICE_ROWS: usize = 64 * 1024;
+pub const SLICE_ROWS: usize = 64 * 1024;
 
 /// Why a query gave no rows.
 #[derive(Debug)]

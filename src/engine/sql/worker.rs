@@ -15,7 +15,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Engine, Failure, Layout, LAYOUT};
+use super::engine::{Engine, Failure, Layout, LAYOUT, SLICE_ROWS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -186,8 +186,12 @@ fn reply(schema: &ArrowSchema, batches: &[ArrowBatch], file: Option<&Path>) -> R
 /// (input columns, text as text), its ids, and the folded fuel name the views read.
 pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
     let frame = snapshot.table.frame();
-    let ids: Vec<String> = (0..snapshot.table.len() as u32).map(|r| snapshot.table.id_at(r).to_string()).collect();
-    let mut columns: Vec<Column> = vec![Column::new("id".into(), ids)];
+    // Each id written into the column's buffer as it is made (not a million strings kept first).
+    let ids = StringChunked::from_iter_values(
+        "id".into(),
+        (0..snapshot.table.len() as u32).map(|r| snapshot.table.id_at(r).to_string()),
+    );
+    let mut columns: Vec<Column> = vec![ids.into_column()];
     for spec in COLUMNS {
         let c = frame.column(spec.name)?;
         let c = if DICTIONARY_ENCODED.contains(&spec.name) { c.cast(&DataType::String)? } else { c.clone() };
@@ -213,14 +217,21 @@ fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
 }
 
 /// Writes `frame` to `path` as an uncompressed Arrow IPC file, text as large UTF-8 (buffers
-/// whose alignment every Arrow reader takes as it is, so the worker maps them without a copy).
-fn write_ipc(path: &Path, frame: &mut DataFrame) -> Result<(), String> {
+/// whose alignment every Arrow reader takes as it is, so the worker maps them without a copy), in
+/// record batches of [`SLICE_ROWS`] rows: each is converted and written in turn, so the text's
+/// conversion never holds more than one batch's copy (a whole 1M-row catalog converted at once
+/// held some 580 MB more).
+fn write_ipc(path: &Path, frame: &DataFrame) -> Result<(), String> {
+    let failed = |e: PolarsError| format!("cannot write a table file: {e}");
+    let mut batches = frame.slice(0, SLICE_ROWS.min(frame.height()));
+    let mut at = SLICE_ROWS;
+    while at < frame.height() {
+        batches.vstack_mut(&frame.slice(at as i64, SLICE_ROWS)).map_err(failed)?;
+        at += SLICE_ROWS;
+    }
     let file = std::fs::File::create(path).map_err(|e| format!("cannot create a table file: {e}"))?;
     let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
-    IpcWriter::new(&mut writer)
-        .with_compat_level(CompatLevel::oldest())
-        .finish(frame)
-        .map_err(|e| format!("cannot write a table file: {e}"))?;
+    IpcWriter::new(&mut writer).with_compat_level(CompatLevel::oldest()).finish(&mut batches).map_err(failed)?;
     writer.flush().map_err(|e| format!("cannot write a table file: {e}"))
 }
 
@@ -268,7 +279,7 @@ fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), St
     let written = (|| {
         std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create a folder of tables: {e}"))?;
         let catalog = catalog_frame(snapshot).map_err(|e| e.to_string())?;
-        write_ipc(&tmp.join("catalog.arrow"), &mut catalog.clone())?;
+        write_ipc(&tmp.join("catalog.arrow"), &catalog)?;
         let views = &snapshot.info.views;
         let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
         ctx.register("catalog", catalog.clone().lazy());
@@ -277,13 +288,13 @@ fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), St
         }
         let mut layouts = std::collections::BTreeMap::new();
         for name in offered_tables(views).iter().skip(1) {
-            let (mut own, layout) = ctx
+            let (own, layout) = ctx
                 .execute(&format!("SELECT * FROM \"{name}\""))
                 .and_then(|f| f.collect())
                 .and_then(as_text)
                 .and_then(|frame| split_shared(&frame, &catalog))
                 .map_err(|e| format!("cannot compute the view {name}: {e}"))?;
-            write_ipc(&tmp.join(format!("{name}.arrow")), &mut own)?;
+            write_ipc(&tmp.join(format!("{name}.arrow")), &own)?;
             layouts.insert(name.clone(), layout);
         }
         let text = serde_json::to_vec(&layouts).map_err(|e| e.to_string())?;
@@ -828,4 +839,42 @@ fn widen_pipe(pipe: &std::process::ChildStdout) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = pipe;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table file is written in batches of `SLICE_ROWS` rows and reads back as the same rows.
+    #[test]
+    fn table_files_are_written_in_batches_and_read_back_whole() {
+        let rows = 2 * SLICE_ROWS + 123;
+        let text: Vec<Option<String>> = (0..rows).map(|i| (i % 7 != 0).then(|| format!("modelo {i}"))).collect();
+        let value: Vec<Option<f64>> = (0..rows).map(|i| (i % 5 != 0).then_some(i as f64 / 3.0)).collect();
+        let frame =
+            DataFrame::new_infer_height(vec![Column::new("modelo".into(), text), Column::new("v".into(), value)])
+                .unwrap();
+        let dir = tempfile_dir();
+        let path = dir.join("t.arrow");
+        write_ipc(&path, &frame).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let reader = datafusion::arrow::ipc::reader::FileReader::try_new(file, None).unwrap();
+        assert_eq!(reader.num_batches(), 3, "batches of SLICE_ROWS rows");
+        let back = IpcReader::new(std::fs::File::open(&path).unwrap()).finish().unwrap();
+        assert_eq!(back.height(), rows);
+        assert!(back
+            .column("modelo")
+            .unwrap()
+            .cast(&DataType::String)
+            .unwrap()
+            .equals_missing(frame.column("modelo").unwrap()));
+        assert!(back.column("v").unwrap().equals_missing(frame.column("v").unwrap()));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("eco-worker-test-{}-{}", std::process::id(), uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
 }
