@@ -30,7 +30,6 @@ use arrow_flight::sql::{
     CommandGetXdbcTypeInfo, CommandPreparedStatementQuery, CommandStatementQuery, DoPutPreparedStatementResult,
     ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
-use arrow_flight::utils::batches_to_flight_data;
 use arrow_flight::{
     Action, FlightData, FlightDescriptor, FlightEndpoint, FlightInfo, HandshakeRequest, HandshakeResponse, IpcMessage,
     SchemaAsIpc, Ticket,
@@ -40,8 +39,8 @@ use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::datatypes::{Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::convert::fb_to_schema;
 use datafusion::arrow::ipc::reader::StreamDecoder;
+use datafusion::arrow::ipc::root_as_message;
 use datafusion::arrow::ipc::writer::IpcWriteOptions;
-use datafusion::arrow::ipc::{root_as_message, MessageHeader};
 use datafusion::arrow::util::display::array_value_to_string;
 use futures::{Stream, TryStreamExt};
 use prost::bytes::Bytes;
@@ -51,11 +50,11 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 use tonic::{Request, Response, Status, Streaming};
 
-use crate::engine::sql::engine::{batch_bytes, in_messages, PARAMETER};
+use crate::engine::sql::engine::{in_messages, PARAMETER};
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::query::{self, Refusal, Statement};
 use crate::engine::sql::sandbox::Refused;
-use crate::engine::sql::worker::{Limit, Outcome, Runner};
+use crate::engine::sql::worker::{BatchMessage, Limit, Outcome, Runner, Streaming as AnswerStream};
 use crate::engine::store::Store;
 use crate::process::keys::KeyStore;
 
@@ -109,20 +108,11 @@ impl Tls {
     }
 }
 
-/// An answer computed for a ticket, waiting to be fetched by the key that asked.
+/// A statement started for a ticket, its answer waiting to be fetched by the key that asked.
 struct Answer {
     key: String,
-    data: Vec<FlightData>,
-    made: Instant,
-}
-
-/// An answer as Flight messages: its schema as the client reads it, the messages (the schema's
-/// first), its rows and bytes of Arrow data.
-struct Messages {
     schema: SchemaRef,
-    data: Vec<FlightData>,
-    rows: usize,
-    bytes: usize,
+    stream: AnswerStream,
 }
 
 /// A prepared statement: its text, its columns and parameters, and the values bound last.
@@ -232,76 +222,62 @@ fn decode(answer: Bytes, max_rows: usize) -> Result<(SchemaRef, Vec<RecordBatch>
     Ok((wire, batches))
 }
 
-/// A worker's Arrow IPC stream as Flight messages, without decoding or copying its batches: the
-/// stream split into its messages, each batch's body a view of the answer (the worker wrote them
-/// in batches of about a Flight message's size), the schema's message written again with the
-/// names clients read. `None` when the stream has dictionaries or more than `max_rows` rows (it is
-/// decoded and cut then, see [`decode`]).
-fn split(answer: &Bytes, max_rows: usize) -> Result<Option<Messages>, Status> {
-    let broken = || internal("the worker's answer is not a complete Arrow IPC stream");
-    let word = |at: usize| -> Result<i32, Status> {
-        let bytes = answer.get(at..at + 4).ok_or_else(broken)?;
-        Ok(i32::from_le_bytes(bytes.try_into().map_err(|_| broken())?))
-    };
-    let (mut at, mut schema) = (0usize, None);
-    let (mut data, mut rows, mut bytes) = (Vec::new(), 0usize, 0usize);
-    loop {
-        // Each message: (0xFFFFFFFF,) its metadata's length, the metadata, the body.
-        let (mut length, mut head) = (word(at)?, at + 4);
-        if length == -1 {
-            length = word(head)?;
-            head += 4;
-        }
-        if length == 0 {
-            break;
-        }
-        let length = usize::try_from(length).map_err(|_| broken())?;
-        let header = answer.get(head..head + length).ok_or_else(broken)?;
-        let message = root_as_message(header).map_err(internal)?;
-        let body = usize::try_from(message.bodyLength()).map_err(|_| broken())?;
-        let body_at = head + length;
-        if answer.len() < body_at + body {
-            return Err(broken());
-        }
-        match message.header_type() {
-            MessageHeader::Schema => {
-                let fb = message.header_as_schema().ok_or_else(broken)?;
-                let wire = for_wire(&fb_to_schema(fb));
-                data.push(FlightData::from(SchemaAsIpc::new(&wire, &IpcWriteOptions::default())));
-                schema = Some(wire);
-            }
-            MessageHeader::RecordBatch => {
-                let batch = message.header_as_record_batch().ok_or_else(broken)?;
-                rows += usize::try_from(batch.length()).map_err(|_| broken())?;
-                if rows > max_rows {
-                    return Ok(None);
-                }
-                bytes += body;
-                data.push(FlightData {
-                    data_header: answer.slice(head..body_at),
-                    data_body: answer.slice(body_at..body_at + body),
-                    ..Default::default()
-                });
-            }
-            _ => return Ok(None),
-        }
-        at = body_at + body;
-    }
-    let schema = schema.ok_or_else(broken)?;
-    Ok(Some(Messages { schema, data, rows, bytes }))
+/// A streamed answer's schema (the worker's IPC message) with the names clients read.
+fn streamed_schema(message: &[u8]) -> Result<SchemaRef, Status> {
+    let message = root_as_message(message).map_err(internal)?;
+    let schema = message.header_as_schema().ok_or_else(|| internal("the worker's answer has no schema"))?;
+    Ok(for_wire(&fb_to_schema(schema)))
 }
 
-/// A worker's answer as Flight messages of at most `max_rows` rows: [`split`], else decoded,
-/// cut and encoded again.
-fn messages(answer: Bytes, max_rows: usize) -> Result<Messages, Status> {
-    if let Some(messages) = split(&answer, max_rows)? {
-        return Ok(messages);
+/// Flight messages a streamed answer holds at most while the client reads the ones before
+/// (about [`MESSAGE_BYTES`] each): the worker waits for the client beyond that.
+const IN_FLIGHT: usize = 4;
+
+/// The Flight data of a started statement, as its worker computes it: the schema's message,
+/// then each record batch's, handed on without decoding or copying it; an error (the time
+/// limit, the memory budget) ends the stream. A client that stops reading stops the worker.
+fn answer_stream(key: String, schema: SchemaRef, mut stream: AnswerStream) -> BoxedStream<FlightData> {
+    let (send, receive) = tokio::sync::mpsc::channel::<Result<FlightData, Status>>(IN_FLIGHT);
+    let first = FlightData::from(SchemaAsIpc::new(&schema, &IpcWriteOptions::default()));
+    let spawned = std::thread::Builder::new().name("eco-flight-answer".into()).spawn(move || {
+        if send.blocking_send(Ok(first)).is_err() {
+            return;
+        }
+        let (mut rows, mut result) = (0usize, "ok");
+        while let Some(next) = stream.next_batch() {
+            let data = match next {
+                Ok(BatchMessage { bytes, body_at }) => {
+                    let bytes = Bytes::from(bytes);
+                    if let Ok(message) = root_as_message(&bytes[4..body_at]) {
+                        rows += message.header_as_record_batch().map_or(0, |b| b.length() as usize);
+                    }
+                    Ok(FlightData {
+                        data_header: bytes.slice(4..body_at),
+                        data_body: bytes.slice(body_at..),
+                        ..Default::default()
+                    })
+                }
+                Err(outcome) => {
+                    let (status, outcome) = refusal_status(Refusal::Outcome(outcome));
+                    result = outcome;
+                    Err(status)
+                }
+            };
+            let failed = data.is_err();
+            if send.blocking_send(data).is_err() {
+                result = "cancelled";
+                break;
+            }
+            if failed {
+                break;
+            }
+        }
+        tracing::info!(%key, result, rows, "flight sql answer streamed");
+    });
+    if let Err(e) = spawned {
+        return Box::pin(futures::stream::iter([Err(internal(format!("cannot stream the answer: {e}")))]));
     }
-    let (schema, batches) = decode(answer, max_rows)?;
-    let rows = batches.iter().map(RecordBatch::num_rows).sum();
-    let bytes = batches.iter().map(batch_bytes).sum();
-    let data = batches_to_flight_data(&schema, in_messages(batches)).map_err(internal)?;
-    Ok(Messages { schema, data, rows, bytes })
+    Box::pin(futures::stream::unfold(receive, |mut receive| async move { receive.recv().await.map(|d| (d, receive)) }))
 }
 
 /// A schema as an IPC message (FlightInfo's and prepared statements' form).
@@ -352,12 +328,21 @@ impl Door {
         Ok(key)
     }
 
-    /// Runs a statement for `key` (counted in the metrics and logged like a request).
-    async fn execute(&self, key: &str, sql: &str) -> Result<Messages, Status> {
+    /// Starts a statement for `key` (counted in the metrics and logged like a request): its
+    /// answer's schema and stream.
+    async fn execute(&self, key: &str, sql: &str) -> Result<(SchemaRef, AnswerStream), Status> {
         let started = Instant::now();
-        let result = self.run(key, sql, false, messages).await;
+        let result = async {
+            let snapshot = query::snapshot(&self.state.store, None)?;
+            let statement = Statement { sql, user: key, positional: true, describe: false };
+            query::run_stream(&self.state.sql, snapshot, statement).await
+        }
+        .await;
         let (result, outcome) = match result {
-            Ok(answer) => (Ok(answer), "ok"),
+            Ok(stream) => match streamed_schema(&stream.schema) {
+                Ok(schema) => (Ok((schema, stream)), "ok"),
+                Err(status) => (Err(status), "error"),
+            },
             Err(refusal) => {
                 let (status, outcome) = refusal_status(refusal);
                 (Err(status), outcome)
@@ -399,14 +384,18 @@ impl Door {
             .map_err(failed)
     }
 
-    /// Runs a statement and keeps its answer for the ticket of the FlightInfo returned.
+    /// Starts a statement and keeps its answer's stream for the ticket of the FlightInfo
+    /// returned (its rows and bytes unknown until streamed: -1).
     async fn answer(&self, key: &str, sql: &str, descriptor: FlightDescriptor) -> Result<Response<FlightInfo>, Status> {
-        let Messages { schema, data, rows, bytes } = self.execute(key, sql).await?;
+        // A stream never fetched holds a worker: dropped (its worker stopped) once past its time
+        // limit, and before a new statement is started.
+        self.answers.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, a| !a.stream.expired());
+        let (schema, stream) = self.execute(key, sql).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
         {
             let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-            answers.retain(|_, a| a.made.elapsed() < KEPT);
-            answers.insert(id.clone(), Answer { key: key.to_string(), data, made: Instant::now() });
+            answers.retain(|_, a| !a.stream.expired());
+            answers.insert(id.clone(), Answer { key: key.to_string(), schema: Arc::clone(&schema), stream });
         }
         let ticket = TicketStatementQuery { statement_handle: id.into_bytes().into() };
         let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec()));
@@ -415,8 +404,6 @@ impl Door {
             .map_err(internal)?
             .with_endpoint(endpoint)
             .with_descriptor(descriptor)
-            .with_total_records(rows as i64)
-            .with_total_bytes(bytes as i64)
             .with_ordered(true);
         Ok(Response::new(info))
     }
@@ -513,7 +500,7 @@ impl FlightSqlService for Door {
         let Some(answer) = answer else {
             return Err(Status::not_found("Resultado desconhecido ou já lido: execute a consulta novamente"));
         };
-        Ok(Response::new(Box::pin(futures::stream::iter(answer.data.into_iter().map(Ok)))))
+        Ok(Response::new(answer_stream(key, answer.schema, answer.stream)))
     }
 
     async fn do_action_create_prepared_statement(
@@ -811,35 +798,22 @@ mod tests {
         Bytes::from(out)
     }
 
-    fn values(data: &[FlightData]) -> Vec<i64> {
-        let batches = arrow_flight::utils::flight_data_to_batches(data).unwrap();
-        assert!(batches.iter().all(|b| b.schema().field(0).name() == "n"));
-        batches
-            .iter()
-            .flat_map(|b| b.column(0).as_any().downcast_ref::<Int64Array>().unwrap().values().to_vec())
-            .collect()
-    }
-
     #[test]
     fn answers_are_cut_at_the_row_limit_and_named_for_clients() {
-        // Within the limit, the worker's messages go as they are (its two batches), renamed.
-        let answer = ipc(3);
-        let m = messages(answer.clone(), 10).unwrap();
-        assert_eq!((m.schema.field(0).name().as_str(), m.rows, m.data.len()), ("n", 3, 3));
-        assert_eq!(values(&m.data), vec![0, 1, 2]);
-        // The bodies are views of the answer, not copies.
-        let within = |b: &Bytes| {
-            answer.as_ptr() as usize <= b.as_ptr() as usize
-                && b.as_ptr() as usize + b.len() <= answer.as_ptr() as usize + answer.len()
-        };
-        assert!(within(&m.data[1].data_body) && within(&m.data[2].data_header));
-        // Past it, decoded and cut.
-        let m = messages(ipc(11), 10).unwrap();
-        assert_eq!((m.schema.field(0).name().as_str(), m.rows), ("n", 10));
-        assert_eq!(values(&m.data), (0..10).collect::<Vec<_>>());
+        let (schema, batches) = decode(ipc(11), 10).unwrap();
+        assert_eq!(schema.field(0).name(), "n");
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 10);
+        let (_, batches) = decode(ipc(3), 10).unwrap();
+        assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
         // A stream cut short is an error, not a shorter answer.
         let cut = ipc(1000);
-        assert!(messages(cut.slice(..cut.len() - 100), 10_000).is_err());
+        assert!(decode(cut.slice(..cut.len() - 100), 10_000).is_err());
+        // A streamed answer's schema message, named for clients.
+        let name = format!("n{}1", crate::engine::sql::names::MARK);
+        let worker = Schema::new(vec![Field::new(name, DataType::Int64, true)]);
+        let options = IpcWriteOptions::default();
+        let schema = streamed_schema(&FlightData::from(SchemaAsIpc::new(&worker, &options)).data_header).unwrap();
+        assert_eq!(schema.field(0).name(), "n");
         // A large batch goes in messages of about 2 MB, measured on their own rows.
         let (_, batches) = decode(ipc(1_000_000), 1_000_000).unwrap();
         let cut = in_messages(batches);

@@ -269,6 +269,24 @@ def main() -> int:
                   alike and big.nbytes > 8 * 2**20 and got["k"][-1] == (expect - 1) // table.num_rows,
                   f"{big.num_rows} rows, {big.nbytes} bytes")
 
+        # Answers are streamed as the worker computes them: one left after its first batch gives
+        # its worker back. More abandoned answers than the service has workers (2), then a query
+        # still answers (a slot kept by an abandoned stream would answer UNAVAILABLE for good).
+        values = ", ".join(f"({i})" for i in range(8))
+        for _ in range(3):
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT c.*, g.k FROM catalog c CROSS JOIN (VALUES {values}) AS g(k)")
+                first = cur.fetch_record_batch().read_next_batch()
+        deadline, answered, last = time.monotonic() + 5, None, None
+        while answered is None and time.monotonic() < deadline:
+            try:
+                answered = query(conn, "SELECT count(*) AS n FROM catalog").column("n").to_pylist()
+            except Exception as e:  # noqa: BLE001
+                last = e
+                time.sleep(0.1)
+        check("answers left after their first batch give their worker back (3 abandoned, then a query answers)",
+              first.num_rows > 0 and answered == [table.num_rows], f"{answered} {str(last)[:300]}")
+
         # A prepared statement with a parameter (bound as Arrow), run with two values.
         sql = "SELECT marca, count(*) AS n FROM catalog WHERE ano >= $1 GROUP BY marca ORDER BY n DESC, marca"
         for year in (2018, 2022):

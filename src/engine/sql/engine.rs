@@ -339,6 +339,58 @@ impl Engine {
     }
 }
 
+/// A piece of an answer streamed as it is computed (see [`Engine::stream`]): an Arrow IPC
+/// message's metadata (a flatbuffer) and body, the schema's first.
+pub struct Piece {
+    pub header: Vec<u8>,
+    pub body: Vec<u8>,
+}
+
+impl Engine {
+    /// Runs `sql` over the tables in `dir` and hands `emit` its answer as it is computed: the
+    /// schema's message, then record batches of about [`MESSAGE_BYTES`] (at most `max_rows`
+    /// rows in all, the rest cut), with types every client reads (see [`for_clients`]). An error
+    /// of `emit` (the reader gone) stops the query.
+    pub fn stream(
+        &mut self,
+        dir: &Path,
+        tables: &[String],
+        sql: &str,
+        max_rows: usize,
+        emit: &mut dyn FnMut(Piece) -> std::io::Result<()>,
+    ) -> Result<(), Failure> {
+        use datafusion::arrow::ipc::writer::{DictionaryTracker, IpcDataGenerator, IpcWriteContext, IpcWriteOptions};
+        use futures::StreamExt;
+        let ctx = self.loaded(dir, tables)?;
+        let sql = sql.to_string();
+        let gone = |e: std::io::Error| Failure::Invalid(format!("the answer's reader is gone: {e}"));
+        self.runtime.block_on(async move {
+            let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+            let frame = ctx.sql_with_options(&sql, options).await.map_err(classify)?;
+            let frame = frame.limit(0, Some(max_rows)).map_err(classify)?;
+            let planned: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
+            let (schema, _) = for_clients(Arc::clone(&planned), Vec::new()).map_err(Failure::Invalid)?;
+            let (generator, write) = (IpcDataGenerator::default(), IpcWriteOptions::default());
+            let mut tracker = DictionaryTracker::new(false);
+            let mut context = IpcWriteContext::default();
+            let head = generator.schema_to_bytes_with_dictionary_tracker(&schema, &mut tracker, &write);
+            emit(Piece { header: head.ipc_message, body: Vec::new() }).map_err(gone)?;
+            let mut batches = frame.execute_stream().await.map_err(classify)?;
+            while let Some(batch) = batches.next().await {
+                let batch = batch.map_err(classify)?;
+                let (_, converted) = for_clients(Arc::clone(&planned), vec![batch]).map_err(Failure::Invalid)?;
+                for slice in in_messages(converted) {
+                    let (_, encoded) = generator
+                        .encode(&slice, &mut tracker, &write, &mut context)
+                        .map_err(|e| Failure::Invalid(e.to_string()))?;
+                    emit(Piece { header: encoded.ipc_message, body: encoded.arrow_data }).map_err(gone)?;
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Bytes of Arrow data per record batch of an answer, about: the size of one Flight message
 /// (gRPC clients take messages of a few MB), and small enough to stream.
 pub const MESSAGE_BYTES: usize = 2 * 1024 * 1024;

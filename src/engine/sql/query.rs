@@ -9,7 +9,7 @@ use std::sync::Arc;
 use polars::prelude::{DataFrame, IpcStreamReader, SerReader};
 
 use super::sandbox::{self, Refused};
-use super::worker::{offered_tables, Answer, Outcome, Runner};
+use super::worker::{offered_tables, Answer, Outcome, Runner, Streaming};
 use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::store::Store;
 
@@ -66,6 +66,31 @@ pub async fn run_ipc(
         .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
     match result.await {
         Ok(answer) => answer.map_err(Refusal::Outcome),
+        Err(e) => Err(Refusal::Outcome(Outcome::Failed(e.to_string()))),
+    }
+}
+
+/// Checks `statement` against the sandbox and starts it on `snapshot` within the limits, its
+/// answer streamed as it is computed (see [`Runner::ask_stream`]): the stream once the answer's
+/// schema is known.
+pub async fn run_stream(
+    runner: &Arc<Runner>,
+    snapshot: Arc<Snapshot>,
+    statement: Statement<'_>,
+) -> Result<Streaming, Refusal> {
+    let offered = offered_tables(&snapshot.info.views);
+    let checked =
+        sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
+    let runner = Arc::clone(runner);
+    let (done, result) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("eco-sql-query".into())
+        .spawn(move || {
+            let _ = done.send(runner.ask_stream(&snapshot, &checked.sql));
+        })
+        .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
+    match result.await {
+        Ok(stream) => stream.map_err(Refusal::Outcome),
         Err(e) => Err(Refusal::Outcome(Outcome::Failed(e.to_string()))),
     }
 }

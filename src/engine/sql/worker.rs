@@ -15,7 +15,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Engine, Failure, Layout, LAYOUT, SLICE_ROWS};
+use super::engine::{Engine, Failure, Layout, Piece, LAYOUT, SLICE_ROWS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -25,6 +25,13 @@ use crate::engine::dataset::views::Views;
 const ROWS: u8 = 0;
 /// A worker's answer: the rows, written to the request's `answer_file` (nothing follows).
 const ROWS_IN_FILE: u8 = 1;
+/// A worker's streamed answer: the schema's Arrow IPC message (its flatbuffer).
+const STREAM_SCHEMA: u8 = 2;
+/// A worker's streamed answer: a record batch's message, as a little-endian u32 length, that
+/// many bytes of metadata (a flatbuffer), then the body.
+const STREAM_BATCH: u8 = 5;
+/// A worker's streamed answer: its end (nothing follows).
+const STREAM_END: u8 = 6;
 /// Answers of more bytes than this go through a file (when the request names one), which the
 /// service maps instead of reading them through the pipe.
 const INLINE_BYTES: usize = 8 * 1024 * 1024;
@@ -51,6 +58,10 @@ pub struct Request {
     /// Where to write an answer of more than [`INLINE_BYTES`] (in a folder of the service's).
     #[serde(default)]
     pub answer_file: Option<PathBuf>,
+    /// Stream the answer as it is computed ([`STREAM_SCHEMA`], [`STREAM_BATCH`]s, then
+    /// [`STREAM_END`] or the failure), at most `max_rows` rows.
+    #[serde(default)]
+    pub stream: bool,
 }
 
 /// The limit a query was stopped at.
@@ -130,6 +141,19 @@ pub fn run_worker() -> i32 {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     if request.describe {
                         engine.describe(&request.tables_dir, &request.tables, &request.sql).map(|b| (ROWS, b))
+                    } else if request.stream {
+                        let mut first = true;
+                        let mut emit = |piece: Piece| -> std::io::Result<()> {
+                            if std::mem::take(&mut first) {
+                                write_frame(&mut output, STREAM_SCHEMA, &[&piece.header])
+                            } else {
+                                let len = (piece.header.len() as u32).to_le_bytes();
+                                write_frame(&mut output, STREAM_BATCH, &[&len, &piece.header, &piece.body])
+                            }
+                        };
+                        engine
+                            .stream(&request.tables_dir, &request.tables, &request.sql, request.max_rows, &mut emit)
+                            .map(|()| (STREAM_END, Vec::new()))
                     } else {
                         engine
                             .answer(&request.tables_dir, &request.tables, &request.sql, request.max_rows)
@@ -150,15 +174,22 @@ pub fn run_worker() -> i32 {
             Err(Failure::Invalid(reason)) => (QUERY_FAILED, reason.into_bytes()),
             Err(Failure::Memory) => (OUT_OF_MEMORY, Vec::new()),
         };
-        let written = output
-            .write_all(&[status])
-            .and_then(|()| output.write_all(&(payload.len() as u64).to_le_bytes()))
-            .and_then(|()| output.write_all(&payload))
-            .and_then(|()| output.flush());
-        if written.is_err() {
+        if write_frame(&mut output, status, &[&payload]).is_err() {
             return 2;
         }
     }
+}
+
+/// Writes one message of the worker's answer: its status byte, the parts' length (u64, little
+/// endian) and the parts.
+fn write_frame(output: &mut impl Write, status: u8, parts: &[&[u8]]) -> std::io::Result<()> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    output.write_all(&[status])?;
+    output.write_all(&(len as u64).to_le_bytes())?;
+    for part in parts {
+        output.write_all(part)?;
+    }
+    output.flush()
 }
 
 /// An answer as the worker sends it: inline ([`ROWS`] and the stream), or, past
@@ -340,7 +371,7 @@ pub struct Runner {
     idle: Mutex<Vec<Warm>>,
     limits: SqlLimits,
     /// Queries running now.
-    running: Mutex<usize>,
+    running: Arc<Mutex<usize>>,
     /// The folder of the tables' folders (one per dataset version, the latest kept).
     dir: PathBuf,
     /// Serialises writing a version's tables.
@@ -374,6 +405,83 @@ impl std::ops::Deref for Answer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.as_ref()
+    }
+}
+
+/// An answer streamed by its worker as it computes it (see [`Runner::ask_stream`]).
+pub struct Streaming {
+    runner: Arc<Runner>,
+    /// The worker, until the stream ends.
+    warm: Option<Warm>,
+    _slot: Slot,
+    deadline: Instant,
+    tables_dir: PathBuf,
+    /// The answer's schema, as an Arrow IPC message's metadata (a flatbuffer).
+    pub schema: Vec<u8>,
+}
+
+/// A record batch of a streamed answer: an Arrow IPC message's metadata and body, in one buffer.
+pub struct BatchMessage {
+    pub bytes: Vec<u8>,
+    /// Where the metadata ends and the body starts.
+    pub body_at: usize,
+}
+
+impl Streaming {
+    /// The answer's next record batch, `None` at its end (its worker then kept for the next
+    /// query); an error (the time limit, the memory budget, a failure) ends it.
+    pub fn next_batch(&mut self) -> Option<Result<BatchMessage, Outcome>> {
+        let mut warm = self.warm.take()?;
+        let never = std::sync::atomic::AtomicBool::new(false);
+        match self.runner.receive(&mut warm, self.deadline, &never) {
+            Ok(Some((STREAM_BATCH, bytes))) => {
+                let header = bytes.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+                match header.map(|h| h as usize + 4).filter(|&at| at <= bytes.len()) {
+                    Some(body_at) => {
+                        self.warm = Some(warm);
+                        Some(Ok(BatchMessage { bytes, body_at }))
+                    }
+                    None => {
+                        warm.stop();
+                        Some(Err(Outcome::Failed("the SQL worker sent a damaged batch".into())))
+                    }
+                }
+            }
+            Ok(Some((STREAM_END, _))) => {
+                self.runner.keep(warm);
+                None
+            }
+            other => {
+                let outcome = self.runner.failure(warm, other);
+                Some(Err(match outcome {
+                    Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &self.tables_dir)),
+                    other => other,
+                }))
+            }
+        }
+    }
+
+    /// Whether its time limit has passed (a stream nobody read).
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if let Some(warm) = self.warm.take() {
+            warm.stop();
+        }
+    }
+}
+
+impl Request {
+    /// `outcome` as a client may read it (no path of the tables' folder).
+    fn shown(&self, outcome: Outcome) -> Outcome {
+        match outcome {
+            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &self.tables_dir)),
+            other => other,
+        }
     }
 }
 
@@ -418,9 +526,9 @@ fn answers_dir(fallback: PathBuf) -> Option<PathBuf> {
 }
 
 /// Gives a slot back when the query ends, however it ends.
-struct Slot<'a>(&'a Mutex<usize>);
+struct Slot(Arc<Mutex<usize>>);
 
-impl Drop for Slot<'_> {
+impl Drop for Slot {
     fn drop(&mut self) {
         let mut n = self.0.lock().unwrap_or_else(|e| e.into_inner());
         *n = n.saturating_sub(1);
@@ -439,7 +547,7 @@ impl Runner {
             answers,
             limits,
             idle: Mutex::new(Vec::new()),
-            running: Mutex::new(0),
+            running: Default::default(),
             dir,
             writing: Default::default(),
             preparing: Default::default(),
@@ -574,34 +682,77 @@ impl Runner {
         cancel: &std::sync::atomic::AtomicBool,
         describe: bool,
     ) -> Result<Answer, Outcome> {
-        {
-            let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            if *n >= self.limits.workers {
-                return Err(Outcome::Busy);
-            }
-            *n += 1;
-        }
-        let _slot = Slot(&self.running);
+        let _slot = self.slot()?;
         let started = Instant::now();
+        let request = self.request(snapshot, sql, started, |r| {
+            r.describe = describe;
+            r.answer_file = self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string()));
+        })?;
+        self.ask_warm(&request, started, cancel).map_err(|outcome| request.shown(outcome))
+    }
+
+    /// Runs a checked statement against `snapshot` within the limits, its answer streamed as
+    /// the worker computes it (at most `max_rows` rows, the rest cut): the stream, once the
+    /// worker has planned the statement and sent the answer's schema. The worker and its slot
+    /// are the stream's until it ends or is dropped (a stream dropped before its end stops its
+    /// worker); the time limit counts from now to the stream's end.
+    pub fn ask_stream(self: &Arc<Self>, snapshot: &Arc<Snapshot>, sql: &str) -> Result<Streaming, Outcome> {
+        let slot = self.slot()?;
+        let started = Instant::now();
+        let request = self.request(snapshot, sql, started, |r| r.stream = true)?;
+        let mut warm = self.send(&request)?;
+        let deadline = started + self.limits.timeout;
+        let never = std::sync::atomic::AtomicBool::new(false);
+        match self.receive(&mut warm, deadline, &never) {
+            Ok(Some((STREAM_SCHEMA, schema))) => Ok(Streaming {
+                runner: Arc::clone(self),
+                warm: Some(warm),
+                _slot: slot,
+                deadline,
+                tables_dir: request.tables_dir,
+                schema,
+            }),
+            other => Err(request.shown(self.failure(warm, other))),
+        }
+    }
+
+    /// A worker slot, or [`Outcome::Busy`] when every one is taken.
+    fn slot(&self) -> Result<Slot, Outcome> {
+        let mut n = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if *n >= self.limits.workers {
+            return Err(Outcome::Busy);
+        }
+        *n += 1;
+        Ok(Slot(Arc::clone(&self.running)))
+    }
+
+    /// The request for `sql` on `snapshot`'s tables (waited for until the time limit from
+    /// `started`), as `shape` completes it.
+    fn request(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        sql: &str,
+        started: Instant,
+        shape: impl FnOnce(&mut Request),
+    ) -> Result<Request, Outcome> {
         let tables_dir = match self.tables_dir(snapshot, started + self.limits.timeout) {
             Ok(Some(p)) => p,
             // Written at some 200 MB/s: the rest of a large dataset's tables take seconds.
             Ok(None) => return Err(Outcome::Preparing(5)),
             Err(e) => return Err(Outcome::Failed(e)),
         };
-        let request = Request {
-            tables_dir: tables_dir.clone(),
+        let mut request = Request {
+            tables_dir,
             tables: offered_tables(&snapshot.info.views),
             sql: sql.to_string(),
             max_rows: self.limits.max_rows,
             memory_bytes: self.limits.memory_bytes,
-            describe,
-            answer_file: self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string())),
+            describe: false,
+            answer_file: None,
+            stream: false,
         };
-        self.ask_warm(&request, started, cancel).map_err(|outcome| match outcome {
-            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &tables_dir)),
-            other => other,
-        })
+        shape(&mut request);
+        Ok(request)
     }
 
     /// The worker command, within the limits (memory budget, priority, threads).
@@ -712,15 +863,8 @@ impl Runner {
         Ok(Warm { child, stdin, answers, stderr, tables_dir: tables_dir.to_path_buf() })
     }
 
-    /// Runs a request on a warm worker (one kept idle for this catalog, or a new one), which
-    /// goes back to the idle ones when it answered in time, and is killed otherwise.
-    fn ask_warm(
-        &self,
-        request: &Request,
-        started: Instant,
-        cancel: &std::sync::atomic::AtomicBool,
-    ) -> Result<Answer, Outcome> {
-        let _removed = Removed(request.answer_file.as_deref());
+    /// A warm worker (one kept idle for this catalog, or a new one) with `request` sent to it.
+    fn send(&self, request: &Request) -> Result<Warm, Outcome> {
         let kept = {
             let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
             let (same, other): (Vec<Warm>, Vec<Warm>) =
@@ -736,10 +880,7 @@ impl Runner {
         };
         let mut warm = match kept {
             Some(w) => w,
-            None => match self.spawn_warm(&request.tables_dir) {
-                Ok(w) => w,
-                Err(e) => return Err(Outcome::Failed(e)),
-            },
+            None => self.spawn_warm(&request.tables_dir).map_err(Outcome::Failed)?,
         };
         let body = serde_json::to_vec(request).unwrap_or_default();
         let sent = warm
@@ -751,19 +892,45 @@ impl Runner {
             warm.stop();
             return Err(Outcome::Failed(format!("cannot reach the SQL worker: {e}")));
         }
-        let deadline = started + self.limits.timeout;
-        let answer = loop {
+        Ok(warm)
+    }
+
+    /// The worker's next message, waited for until `deadline`; [`Outcome::Cancelled`] (the
+    /// worker stopped) within some 25 ms of `cancel` becoming true.
+    fn receive(
+        &self,
+        warm: &mut Warm,
+        deadline: Instant,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<Option<(u8, Vec<u8>)>, std::sync::mpsc::RecvTimeoutError> {
+        loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match warm.answers.recv_timeout(left.min(Duration::from_millis(25))) {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
                     if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                        warm.stop();
-                        return Err(Outcome::Cancelled);
+                        return Err(std::sync::mpsc::RecvTimeoutError::Disconnected);
                     }
                 }
-                other => break other,
+                other => return other,
             }
-        };
+        }
+    }
+
+    /// Runs a request on a warm worker (see [`Runner::send`]), which goes back to the idle ones
+    /// when it answered in time, and is killed otherwise.
+    fn ask_warm(
+        &self,
+        request: &Request,
+        started: Instant,
+        cancel: &std::sync::atomic::AtomicBool,
+    ) -> Result<Answer, Outcome> {
+        let _removed = Removed(request.answer_file.as_deref());
+        let mut warm = self.send(request)?;
+        let answer = self.receive(&mut warm, started + self.limits.timeout, cancel);
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) && answer.is_err() {
+            warm.stop();
+            return Err(Outcome::Cancelled);
+        }
         match answer {
             Ok(Some((ROWS, bytes))) => {
                 self.keep(warm);
@@ -774,17 +941,33 @@ impl Runner {
                 let path = request.answer_file.as_deref().ok_or_else(|| Outcome::Failed("no answer file".into()))?;
                 mapped(path).map_err(Outcome::Failed)
             }
+            other => Err(self.failure(warm, other)),
+        }
+    }
+
+    /// What a worker's message other than rows means (its failure, the memory budget, its
+    /// death, the time limit); the worker is kept when it is still of use, stopped otherwise.
+    fn failure(
+        &self,
+        mut warm: Warm,
+        answer: Result<Option<(u8, Vec<u8>)>, std::sync::mpsc::RecvTimeoutError>,
+    ) -> Outcome {
+        match answer {
             Ok(Some((OUT_OF_MEMORY, _))) => {
                 self.keep(warm);
-                Err(self.too_expensive_memory())
+                self.too_expensive_memory()
             }
-            Ok(Some((_, reason))) => {
+            Ok(Some((QUERY_FAILED, reason))) => {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
                 self.keep(warm);
                 if reason.contains("memory allocation") || reason.contains("capacity overflow") {
-                    return Err(self.too_expensive_memory());
+                    return self.too_expensive_memory();
                 }
-                Err(Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string()))
+                Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string())
+            }
+            Ok(Some((status, _))) => {
+                warm.stop();
+                Outcome::Failed(format!("the SQL worker answered out of turn ({status})"))
             }
             Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                 // The worker died (an allocation over its budget aborts it).
@@ -792,13 +975,13 @@ impl Runner {
                 let stderr = warm.stderr.lock().map(|s| s.clone()).unwrap_or_default();
                 let signalled = status.as_ref().map(|s| s.code().is_none()).unwrap_or(true);
                 if signalled || stderr.contains("memory allocation") {
-                    return Err(self.too_expensive_memory());
+                    return self.too_expensive_memory();
                 }
-                Err(Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim())))
+                Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim()))
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 warm.stop();
-                Err(self.too_expensive_time())
+                self.too_expensive_time()
             }
         }
     }
