@@ -286,6 +286,37 @@ fn rows_past_the_limit_are_cut_and_said() {
     assert_eq!(body["data"]["meta"]["truncated"], false);
 }
 
+/// An answer of more than 8 MB comes through the file the worker writes and the service maps:
+/// the same rows, in order, as small answers give, and no file left behind.
+#[test]
+fn large_answers_come_whole_through_the_answer_file() {
+    let app = tight(&["--sql-max-rows", "500000"]);
+    let (_, body) = post(&app, "SELECT id FROM catalog ORDER BY id");
+    let ids: Vec<Value> = rows_of(&body).into_iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(ids.len(), 3000);
+    let copies = 60;
+    let values: Vec<String> = (1..=copies).map(|k| format!("({k})")).collect();
+    let sql = format!(
+        "SELECT c.id, c.modelo, c.marca, c.versao, g.k FROM catalog c CROSS JOIN (VALUES {}) AS g(k) ORDER BY g.k, c.id",
+        values.join(", ")
+    );
+    let (status, body) = post(&app, &sql);
+    assert_eq!(status, 200, "{}", &body.to_string()[..300.min(body.to_string().len())]);
+    let rows = rows_of(&body);
+    assert_eq!(rows.len(), 3000 * copies);
+    assert_eq!(body["data"]["meta"]["truncated"], false);
+    for k in [1, copies] {
+        let block = &rows[(k - 1) * 3000..k * 3000];
+        assert!(block.iter().all(|r| r["k"] == json!(k)), "copy {k}");
+        assert_eq!(block.iter().map(|r| r["id"].clone()).collect::<Vec<_>>(), ids, "copy {k} in id order");
+    }
+    let answers = std::path::Path::new("/dev/shm").join(format!("eco-insights-answers-{}", app.pid()));
+    if answers.is_dir() {
+        let left: Vec<_> = std::fs::read_dir(&answers).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "answer files left: {left:?}");
+    }
+}
+
 fn vm_hwm_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
