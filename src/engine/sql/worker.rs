@@ -113,7 +113,9 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
 /// The worker (`eco-insights sql-worker`): reads requests framed as a little-endian u32 length
 /// and the JSON, answers each with a status byte ([`ROWS`], [`ROWS_IN_FILE`], [`QUERY_FAILED`],
 /// [`OUT_OF_MEMORY`]), a little-endian u64 length and the Arrow IPC stream or the reason (nothing
-/// for an answer written to the request's file). It keeps the last version's
+/// for an answer written to the request's file); a streamed request is answered with
+/// [`STREAM_SCHEMA`], a [`STREAM_BATCH`] per record batch as it is computed, then [`STREAM_END`]
+/// (or the failure). It keeps the last version's
 /// tables mapped for the next queries on it. Ends when its input ends.
 pub fn run_worker() -> i32 {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
