@@ -344,18 +344,24 @@ impl Table {
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
 
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
-        // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
-        let mut position = vec![0u32; catalog.len()];
-        for (p, &row) in catalog.iter().enumerate() {
-            position[row as usize] = p as u32;
-        }
-        let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
-        let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
-        drop(position);
-        let frame = reorder(frame, catalog)?;
-        let mut frame = frame.with_row_index(ROW.into(), None)?;
+        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. The
+        // columns are gathered while the ids, their positions and the text dictionaries (built
+        // from the frame as it is, through the same order) are made beside them.
+        let (maps, frame) = rayon::join(
+            || {
+                let mut position = vec![0u32; catalog.len()];
+                for (p, &row) in catalog.iter().enumerate() {
+                    position[row as usize] = p as u32;
+                }
+                let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
+                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
+                (ids, by_id)
+            },
+            || reorder(frame, &catalog),
+        );
+        let (ids, by_id) = maps;
+        let mut frame = frame?.with_row_index(ROW.into(), None)?;
         tracing::debug!(ms = ms(t), "catalog order");
-
         let identity: Vec<u32> = (0..frame.height() as u32).collect();
         let index = TextIndex::build(&frame, &identity)?;
         drop(identity);
@@ -532,26 +538,17 @@ fn restored_ids(
     Ok((ids, by_id, eco_order))
 }
 
-/// The frame's rows put in `order`, two columns at a time, each unordered source released as
-/// soon as it is gathered: the peak is one frame plus two columns.
-fn reorder(mut frame: DataFrame, order: Vec<u32>) -> PolarsResult<DataFrame> {
-    let order = IdxCa::from_vec(PlSmallStr::EMPTY, order);
+/// The frame's rows put in `order`, each unordered source released as soon as it is gathered:
+/// the peak is one frame plus a column per core.
+fn reorder(mut frame: DataFrame, order: &[u32]) -> PolarsResult<DataFrame> {
+    use rayon::prelude::*;
+    let order = IdxCa::from_slice(PlSmallStr::EMPTY, order);
     let names: Vec<PlSmallStr> = frame.get_column_names_owned();
-    let mut columns: Vec<Column> = Vec::with_capacity(names.len() + 1);
-    for pair in names.chunks(2) {
-        let sources: Vec<Column> = pair.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
-        let gathered: Vec<PolarsResult<Column>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = sources.iter().map(|c| scope.spawn(|| gather(c, &order))).collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(polars_err!(ComputeError: "reorder thread failed"))))
-                .collect()
-        });
-        drop(sources);
-        for c in gathered {
-            columns.push(c?);
-        }
-    }
+    let sources: Vec<Column> = names.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
+    drop(frame);
+    // Column by column on every core, each source dropped once gathered (so about one column
+    // per core is held twice at a time), no core waiting on another's column.
+    let columns = sources.into_par_iter().map(|c| gather(&c, &order)).collect::<PolarsResult<Vec<Column>>>()?;
     DataFrame::new_infer_height(columns)
 }
 
