@@ -246,14 +246,14 @@ fn answer_stream(key: String, schema: SchemaRef, mut stream: AnswerStream) -> Bo
         let (mut rows, mut result) = (0usize, "ok");
         while let Some(next) = stream.next_batch() {
             let data = match next {
-                Ok(BatchMessage { bytes, body_at }) => {
+                Ok(BatchMessage { bytes, header }) => {
                     let bytes = Bytes::from(bytes);
-                    if let Ok(message) = root_as_message(&bytes[4..body_at]) {
+                    if let Ok(message) = root_as_message(&bytes[header.clone()]) {
                         rows += message.header_as_record_batch().map_or(0, |b| b.length() as usize);
                     }
                     Ok(FlightData {
-                        data_header: bytes.slice(4..body_at),
-                        data_body: bytes.slice(body_at..),
+                        data_body: bytes.slice(header.end..),
+                        data_header: bytes.slice(header),
                         ..Default::default()
                     })
                 }
@@ -354,31 +354,21 @@ impl Door {
         result
     }
 
-    /// Runs a statement (or describes it) for `key`, not logged: its schema and batches.
+    /// Runs a statement (or describes it) for `key`, not logged: its schema and batches (at most
+    /// `max_rows` rows).
     async fn execute_unlogged(
         &self,
         key: &str,
         sql: &str,
         describe: bool,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Refusal> {
-        self.run(key, sql, describe, decode).await
-    }
-
-    /// Runs a statement and reads the worker's answer (at most `max_rows` rows) with `read`.
-    async fn run<T: Send + 'static>(
-        &self,
-        key: &str,
-        sql: &str,
-        describe: bool,
-        read: fn(Bytes, usize) -> Result<T, Status>,
-    ) -> Result<T, Refusal> {
         let snapshot = query::snapshot(&self.state.store, None)?;
         let statement = Statement { sql, user: key, positional: true, describe };
         let answer = query::run_ipc(&self.state.sql, snapshot, statement, Arc::new(AtomicBool::new(false))).await?;
         let max_rows = self.state.sql.limits().max_rows;
-        // Reading an answer of hundreds of MB is CPU work: off the executor.
+        // Reading an answer of up to hundreds of MB is CPU work: off the executor.
         let failed = |e: String| Refusal::Outcome(Outcome::Failed(e));
-        tokio::task::spawn_blocking(move || read(Bytes::from_owner(answer), max_rows).map_err(|s| s.to_string()))
+        tokio::task::spawn_blocking(move || decode(Bytes::from_owner(answer), max_rows).map_err(|s| s.to_string()))
             .await
             .map_err(|e| failed(e.to_string()))?
             .map_err(failed)
@@ -388,15 +378,12 @@ impl Door {
     /// returned (its rows and bytes unknown until streamed: -1).
     async fn answer(&self, key: &str, sql: &str, descriptor: FlightDescriptor) -> Result<Response<FlightInfo>, Status> {
         // A stream never fetched holds a worker: dropped (its worker stopped) once past its time
-        // limit, and before a new statement is started.
+        // limit, before a new statement takes a worker.
         self.answers.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, a| !a.stream.expired());
         let (schema, stream) = self.execute(key, sql).await?;
         let id = uuid::Uuid::new_v4().simple().to_string();
-        {
-            let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-            answers.retain(|_, a| !a.stream.expired());
-            answers.insert(id.clone(), Answer { key: key.to_string(), schema: Arc::clone(&schema), stream });
-        }
+        let answer = Answer { key: key.to_string(), schema: Arc::clone(&schema), stream };
+        self.answers.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), answer);
         let ticket = TicketStatementQuery { statement_handle: id.into_bytes().into() };
         let endpoint = FlightEndpoint::new().with_ticket(Ticket::new(ticket.as_any().encode_to_vec()));
         let info = FlightInfo::new()

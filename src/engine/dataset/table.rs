@@ -344,9 +344,8 @@ impl Table {
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
 
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
-        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. The
-        // columns are gathered while the ids, their positions and the text dictionaries (built
-        // from the frame as it is, through the same order) are made beside them.
+        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. The ids
+        // and their positions are mapped while the columns are gathered.
         let (maps, frame) = rayon::join(
             || {
                 let mut position = vec![0u32; catalog.len()];

@@ -314,8 +314,7 @@ impl Engine {
     }
 
     /// Runs `sql` over the tables in `dir`: at most `max_rows + 1` rows, with types every client
-    /// reads (see [`for_clients`]), in record batches of about [`MESSAGE_BYTES`] (see
-    /// [`write_answer`]).
+    /// reads (see [`for_clients`]).
     pub fn answer(
         &mut self,
         dir: &Path,
@@ -335,15 +334,17 @@ impl Engine {
         });
         let (schema, batches) = batches.map_err(classify)?;
         let (schema, batches) = for_clients(schema, batches).map_err(Failure::Invalid)?;
-        Ok((schema, in_messages(batches)))
+        Ok((schema, batches))
     }
 }
 
-/// A piece of an answer streamed as it is computed (see [`Engine::stream`]): an Arrow IPC
-/// message's metadata (a flatbuffer) and body, the schema's first.
-pub struct Piece {
-    pub header: Vec<u8>,
-    pub body: Vec<u8>,
+/// A piece of an answer streamed as it is computed (see [`Engine::stream`]): Arrow IPC
+/// messages, the schema's first.
+pub enum Piece {
+    /// The schema's message (its flatbuffer).
+    Schema(Vec<u8>),
+    /// A record batch's message: its metadata (a flatbuffer) and body.
+    Batch { header: Vec<u8>, body: Vec<u8> },
 }
 
 impl Engine {
@@ -374,7 +375,7 @@ impl Engine {
             let mut tracker = DictionaryTracker::new(false);
             let mut context = IpcWriteContext::default();
             let head = generator.schema_to_bytes_with_dictionary_tracker(&schema, &mut tracker, &write);
-            emit(Piece { header: head.ipc_message, body: Vec::new() }).map_err(gone)?;
+            emit(Piece::Schema(head.ipc_message)).map_err(gone)?;
             let mut batches = frame.execute_stream().await.map_err(classify)?;
             while let Some(batch) = batches.next().await {
                 let batch = batch.map_err(classify)?;
@@ -383,7 +384,7 @@ impl Engine {
                     let (_, encoded) = generator
                         .encode(&slice, &mut tracker, &write, &mut context)
                         .map_err(|e| Failure::Invalid(e.to_string()))?;
-                    emit(Piece { header: encoded.ipc_message, body: encoded.arrow_data }).map_err(gone)?;
+                    emit(Piece::Batch { header: encoded.ipc_message, body: encoded.arrow_data }).map_err(gone)?;
                 }
             }
             Ok(())

@@ -52,22 +52,11 @@ pub async fn run_ipc(
     statement: Statement<'_>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Answer, Refusal> {
-    let offered = offered_tables(&snapshot.info.views);
-    let checked =
-        sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
-    let runner = Arc::clone(runner);
     let describe = statement.describe;
-    let (done, result) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("eco-sql-query".into())
-        .spawn(move || {
-            let _ = done.send(runner.ask_ipc(&snapshot, &checked.sql, &cancel, describe));
-        })
-        .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
-    match result.await {
-        Ok(answer) => answer.map_err(Refusal::Outcome),
-        Err(e) => Err(Refusal::Outcome(Outcome::Failed(e.to_string()))),
-    }
+    checked_on_a_thread(runner, snapshot, statement, move |runner, snapshot, sql| {
+        runner.ask_ipc(snapshot, sql, &cancel, describe)
+    })
+    .await
 }
 
 /// Checks `statement` against the sandbox and starts it on `snapshot` within the limits, its
@@ -78,6 +67,17 @@ pub async fn run_stream(
     snapshot: Arc<Snapshot>,
     statement: Statement<'_>,
 ) -> Result<Streaming, Refusal> {
+    checked_on_a_thread(runner, snapshot, statement, |runner, snapshot, sql| runner.ask_stream(snapshot, sql)).await
+}
+
+/// `statement` checked against the sandbox, then `ask` with its checked SQL on a thread of its
+/// own (it may wait for its worker up to the time limit).
+async fn checked_on_a_thread<T: Send + 'static>(
+    runner: &Arc<Runner>,
+    snapshot: Arc<Snapshot>,
+    statement: Statement<'_>,
+    ask: impl FnOnce(&Arc<Runner>, &Arc<Snapshot>, &str) -> Result<T, Outcome> + Send + 'static,
+) -> Result<T, Refusal> {
     let offered = offered_tables(&snapshot.info.views);
     let checked =
         sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
@@ -86,11 +86,11 @@ pub async fn run_stream(
     std::thread::Builder::new()
         .name("eco-sql-query".into())
         .spawn(move || {
-            let _ = done.send(runner.ask_stream(&snapshot, &checked.sql));
+            let _ = done.send(ask(&runner, &snapshot, &checked.sql));
         })
         .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
     match result.await {
-        Ok(stream) => stream.map_err(Refusal::Outcome),
+        Ok(answer) => answer.map_err(Refusal::Outcome),
         Err(e) => Err(Refusal::Outcome(Outcome::Failed(e.to_string()))),
     }
 }

@@ -144,13 +144,13 @@ pub fn run_worker() -> i32 {
                     if request.describe {
                         engine.describe(&request.tables_dir, &request.tables, &request.sql).map(|b| (ROWS, b))
                     } else if request.stream {
-                        let mut first = true;
                         let mut emit = |piece: Piece| -> std::io::Result<()> {
-                            if std::mem::take(&mut first) {
-                                write_frame(&mut output, STREAM_SCHEMA, &[&piece.header])
-                            } else {
-                                let len = (piece.header.len() as u32).to_le_bytes();
-                                write_frame(&mut output, STREAM_BATCH, &[&len, &piece.header, &piece.body])
+                            match piece {
+                                Piece::Schema(message) => write_frame(&mut output, STREAM_SCHEMA, &[&message]),
+                                Piece::Batch { header, body } => {
+                                    let len = (header.len() as u32).to_le_bytes();
+                                    write_frame(&mut output, STREAM_BATCH, &[&len, &header, &body])
+                                }
                             }
                         };
                         engine
@@ -422,11 +422,12 @@ pub struct Streaming {
     pub schema: Vec<u8>,
 }
 
-/// A record batch of a streamed answer: an Arrow IPC message's metadata and body, in one buffer.
+/// A record batch of a streamed answer, as the worker sent it: an Arrow IPC message's metadata
+/// and body, in one buffer.
 pub struct BatchMessage {
     pub bytes: Vec<u8>,
-    /// Where the metadata ends and the body starts.
-    pub body_at: usize,
+    /// Where the metadata (a flatbuffer) is; the body follows it to the end.
+    pub header: std::ops::Range<usize>,
 }
 
 impl Streaming {
@@ -434,14 +435,13 @@ impl Streaming {
     /// query); an error (the time limit, the memory budget, a failure) ends it.
     pub fn next_batch(&mut self) -> Option<Result<BatchMessage, Outcome>> {
         let mut warm = self.warm.take()?;
-        let never = std::sync::atomic::AtomicBool::new(false);
-        match self.runner.receive(&mut warm, self.deadline, &never) {
-            Ok(Some((STREAM_BATCH, bytes))) => {
+        match self.runner.receive(&mut warm, self.deadline, None) {
+            Received::Message(STREAM_BATCH, bytes) => {
                 let header = bytes.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
-                match header.map(|h| h as usize + 4).filter(|&at| at <= bytes.len()) {
-                    Some(body_at) => {
+                match header.map(|h| 4..h as usize + 4).filter(|h| h.end <= bytes.len()) {
+                    Some(header) => {
                         self.warm = Some(warm);
-                        Some(Ok(BatchMessage { bytes, body_at }))
+                        Some(Ok(BatchMessage { bytes, header }))
                     }
                     None => {
                         warm.stop();
@@ -449,17 +449,11 @@ impl Streaming {
                     }
                 }
             }
-            Ok(Some((STREAM_END, _))) => {
+            Received::Message(STREAM_END, _) => {
                 self.runner.keep(warm);
                 None
             }
-            other => {
-                let outcome = self.runner.failure(warm, other);
-                Some(Err(match outcome {
-                    Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &self.tables_dir)),
-                    other => other,
-                }))
-            }
+            other => Some(Err(shown(self.runner.failure(warm, other), &self.tables_dir))),
         }
     }
 
@@ -477,14 +471,24 @@ impl Drop for Streaming {
     }
 }
 
-impl Request {
-    /// `outcome` as a client may read it (no path of the tables' folder).
-    fn shown(&self, outcome: Outcome) -> Outcome {
-        match outcome {
-            Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, &self.tables_dir)),
-            other => other,
-        }
+/// `outcome` as a client may read it (no path of the tables' folder).
+fn shown(outcome: Outcome, tables_dir: &Path) -> Outcome {
+    match outcome {
+        Outcome::Invalid(m) => Outcome::Invalid(without_paths(&m, tables_dir)),
+        other => other,
     }
+}
+
+/// What waiting for a worker's next message gave.
+enum Received {
+    /// A message: its status byte and payload.
+    Message(u8, Vec<u8>),
+    /// The worker is gone (its output ended).
+    Gone,
+    /// The deadline passed first.
+    TimedOut,
+    /// The client cancelled meanwhile.
+    Cancelled,
 }
 
 /// Removes a file when dropped (an answer file the worker may have left half-written).
@@ -690,7 +694,7 @@ impl Runner {
             r.describe = describe;
             r.answer_file = self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string()));
         })?;
-        self.ask_warm(&request, started, cancel).map_err(|outcome| request.shown(outcome))
+        self.ask_warm(&request, started, cancel).map_err(|outcome| shown(outcome, &request.tables_dir))
     }
 
     /// Runs a checked statement against `snapshot` within the limits, its answer streamed as
@@ -704,9 +708,8 @@ impl Runner {
         let request = self.request(snapshot, sql, started, |r| r.stream = true)?;
         let mut warm = self.send(&request)?;
         let deadline = started + self.limits.timeout;
-        let never = std::sync::atomic::AtomicBool::new(false);
-        match self.receive(&mut warm, deadline, &never) {
-            Ok(Some((STREAM_SCHEMA, schema))) => Ok(Streaming {
+        match self.receive(&mut warm, deadline, None) {
+            Received::Message(STREAM_SCHEMA, schema) => Ok(Streaming {
                 runner: Arc::clone(self),
                 warm: Some(warm),
                 _slot: slot,
@@ -714,7 +717,7 @@ impl Runner {
                 tables_dir: request.tables_dir,
                 schema,
             }),
-            other => Err(request.shown(self.failure(warm, other))),
+            other => Err(shown(self.failure(warm, other), &request.tables_dir)),
         }
     }
 
@@ -897,23 +900,20 @@ impl Runner {
         Ok(warm)
     }
 
-    /// The worker's next message, waited for until `deadline`; [`Outcome::Cancelled`] (the
-    /// worker stopped) within some 25 ms of `cancel` becoming true.
-    fn receive(
-        &self,
-        warm: &mut Warm,
-        deadline: Instant,
-        cancel: &std::sync::atomic::AtomicBool,
-    ) -> Result<Option<(u8, Vec<u8>)>, std::sync::mpsc::RecvTimeoutError> {
+    /// The worker's next message, waited for until `deadline`, or until `cancel` (checked every
+    /// 25 ms) becomes true.
+    fn receive(&self, warm: &mut Warm, deadline: Instant, cancel: Option<&std::sync::atomic::AtomicBool>) -> Received {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match warm.answers.recv_timeout(left.min(Duration::from_millis(25))) {
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
-                    if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                        return Err(std::sync::mpsc::RecvTimeoutError::Disconnected);
+                Ok(Some((status, payload))) => return Received::Message(status, payload),
+                Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Received::Gone,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if left.is_zero() => return Received::TimedOut,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+                        return Received::Cancelled;
                     }
                 }
-                other => return other,
             }
         }
     }
@@ -928,17 +928,12 @@ impl Runner {
     ) -> Result<Answer, Outcome> {
         let _removed = Removed(request.answer_file.as_deref());
         let mut warm = self.send(request)?;
-        let answer = self.receive(&mut warm, started + self.limits.timeout, cancel);
-        if cancel.load(std::sync::atomic::Ordering::Relaxed) && answer.is_err() {
-            warm.stop();
-            return Err(Outcome::Cancelled);
-        }
-        match answer {
-            Ok(Some((ROWS, bytes))) => {
+        match self.receive(&mut warm, started + self.limits.timeout, Some(cancel)) {
+            Received::Message(ROWS, bytes) => {
                 self.keep(warm);
                 Ok(Answer::Inline(bytes))
             }
-            Ok(Some((ROWS_IN_FILE, _))) => {
+            Received::Message(ROWS_IN_FILE, _) => {
                 self.keep(warm);
                 let path = request.answer_file.as_deref().ok_or_else(|| Outcome::Failed("no answer file".into()))?;
                 mapped(path).map_err(Outcome::Failed)
@@ -948,18 +943,15 @@ impl Runner {
     }
 
     /// What a worker's message other than rows means (its failure, the memory budget, its
-    /// death, the time limit); the worker is kept when it is still of use, stopped otherwise.
-    fn failure(
-        &self,
-        mut warm: Warm,
-        answer: Result<Option<(u8, Vec<u8>)>, std::sync::mpsc::RecvTimeoutError>,
-    ) -> Outcome {
-        match answer {
-            Ok(Some((OUT_OF_MEMORY, _))) => {
+    /// death, the time limit, a cancel); the worker is kept when it is still of use, stopped
+    /// otherwise.
+    fn failure(&self, mut warm: Warm, received: Received) -> Outcome {
+        match received {
+            Received::Message(OUT_OF_MEMORY, _) => {
                 self.keep(warm);
                 self.too_expensive_memory()
             }
-            Ok(Some((QUERY_FAILED, reason))) => {
+            Received::Message(QUERY_FAILED, reason) => {
                 let reason = String::from_utf8_lossy(&reason).into_owned();
                 self.keep(warm);
                 if reason.contains("memory allocation") || reason.contains("capacity overflow") {
@@ -967,11 +959,11 @@ impl Runner {
                 }
                 Outcome::Invalid(reason.lines().next().unwrap_or("the query failed").to_string())
             }
-            Ok(Some((status, _))) => {
+            Received::Message(status, _) => {
                 warm.stop();
                 Outcome::Failed(format!("the SQL worker answered out of turn ({status})"))
             }
-            Ok(None) | Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Received::Gone => {
                 // The worker died (an allocation over its budget aborts it).
                 let status = warm.child.wait();
                 let stderr = warm.stderr.lock().map(|s| s.clone()).unwrap_or_default();
@@ -981,9 +973,13 @@ impl Runner {
                 }
                 Outcome::Failed(format!("the SQL worker ended: {}", stderr.trim()))
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            Received::TimedOut => {
                 warm.stop();
                 self.too_expensive_time()
+            }
+            Received::Cancelled => {
+                warm.stop();
+                Outcome::Cancelled
             }
         }
     }

@@ -230,9 +230,7 @@ impl IntoResponse for RawReply {
             // written together, with no copy of the kept part.
             RawJson::Shared(data) if data.len() >= SHARED_UNCOPIED_BYTES => {
                 let mut tail = Vec::with_capacity(160);
-                tail.extend_from_slice(br#","meta":"#);
-                write_meta(&mut tail, &self.meta);
-                tail.extend_from_slice(b"}}");
+                write_tail(&mut tail, &self.meta);
                 let pieces = [Bytes::from_static(ENVELOPE_HEAD), Bytes::from_owner(Kept(data)), Bytes::from(tail)];
                 json_response(axum::body::Body::new(Pieces::new(pieces)), &self.version)
             }
@@ -295,13 +293,16 @@ impl http_body::Body for Pieces {
     }
 }
 
-/// Writes `meta` as JSON (`{}` in the unlikely case it cannot be written).
-fn write_meta(out: &mut Vec<u8>, meta: &Meta) {
+/// Writes the envelope after `data.data`'s value: `meta` as JSON (`{}` in the unlikely case it
+/// cannot be written) and the closing braces.
+fn write_tail(out: &mut Vec<u8>, meta: &Meta) {
+    out.extend_from_slice(br#","meta":"#);
     let at = out.len();
     if serde_json::to_writer(&mut *out, meta).is_err() {
         out.truncate(at);
         out.extend_from_slice(b"{}");
     }
+    out.extend_from_slice(b"}}");
 }
 
 /// A JSON answer with the dataset version header.
@@ -329,9 +330,7 @@ fn raw_response(data: &[u8], meta: &Meta, version: &str) -> Response {
     let mut body = Vec::with_capacity(data.len() + 160);
     body.extend_from_slice(ENVELOPE_HEAD);
     body.extend_from_slice(data);
-    body.extend_from_slice(br#","meta":"#);
-    write_meta(&mut body, meta);
-    body.extend_from_slice(b"}}");
+    write_tail(&mut body, meta);
     json_response(axum::body::Body::from(body), version)
 }
 
