@@ -855,7 +855,7 @@ def ratios(row):
             f">= {goal:.1f} at 1M, 10M", busy >= goal if n in (1_000_000, 10_000_000) else None)
     phases = row.get("cold_phases_ms") or {}
     total = phases.get("total") or 0
-    for name in ("read", "check", "views", "snapshot"):
+    for name in ("read", "check", "order", "views", "snapshot"):
         if name in phases and total:
             # The value is the phase's wall time; the ratio its CPU time over wall time (how many
             # cores it kept busy; the read's is not measured apart).

@@ -156,11 +156,7 @@ pub fn read_parquet(bytes: &[u8], path: &str, max_rows: u64) -> Result<DataFrame
         return Err(LoadError::TooManyRows { path: path.to_string(), rows: declared, max: max_rows });
     }
     check_layout(&metadata, data_end).map_err(bad)?;
-    let decoded = contained(|| {
-        let mut reader = ParquetReader::new(Cursor::new(bytes));
-        reader.set_metadata(metadata.clone());
-        reader.finish()
-    });
+    let decoded = contained(|| decode_in_batches(bytes, &metadata, DECODE_BATCH_ROWS));
     let failure = match decoded {
         Ok(Ok(df)) if df.height() as u64 == declared || df.width() == 0 => return Ok(df),
         Ok(Ok(df)) => format!("its metadata declares {declared} rows but {} were decoded; {DAMAGED}", df.height()),
@@ -168,6 +164,69 @@ pub fn read_parquet(bytes: &[u8], path: &str, max_rows: u64) -> Result<DataFrame
         Err(panic) => format!("the decoder failed: {panic}"),
     };
     Err(bad(diagnose(bytes, &metadata).unwrap_or_else(|| format!("it cannot be decoded: {failure}; {DAMAGED}"))))
+}
+
+/// Rows decoded at a time (whole row groups): the text of this many rows exists as plain strings
+/// at once.
+const DECODE_BATCH_ROWS: usize = 1024 * 1024;
+
+/// Decodes a file (its metadata checked) a few row groups at a time, each batch's text columns
+/// dictionary-encoded (see [`schema::dictionary_encode`]) as soon as it is decoded, on every
+/// core. A decoded text value takes 16 bytes per row before encoding and 4 after: decoding the
+/// whole file first made its text the larger part of a load's memory peak, and every page of it
+/// freshly faulted in.
+fn decode_in_batches(bytes: &[u8], metadata: &FileMetadataRef, batch_rows: usize) -> PolarsResult<DataFrame> {
+    use rayon::prelude::*;
+    let mut batches: Vec<(usize, usize)> = Vec::new();
+    let (mut start, mut len) = (0usize, 0usize);
+    for group in &metadata.row_groups {
+        let n = group.num_rows();
+        if len > 0 && len + n > batch_rows {
+            batches.push((start, len));
+            (start, len) = (start + len, 0);
+        }
+        len += n;
+    }
+    if len > 0 || batches.is_empty() {
+        batches.push((start, len));
+    }
+    // One mapping per text column, shared by its batches.
+    let dtypes: Vec<(&str, DataType)> =
+        DICTIONARY_ENCODED.iter().map(|name| (*name, schema::dictionary_dtype())).collect();
+    let decode = |(offset, len): (usize, usize)| {
+        let mut reader = ParquetReader::new(Cursor::new(bytes));
+        reader.set_metadata(metadata.clone());
+        reader.with_slice(Some((offset, len))).finish()
+    };
+    let encode = |mut df: DataFrame| -> PolarsResult<DataFrame> {
+        let encoded: Vec<Column> = dtypes
+            .par_iter()
+            .filter_map(|(name, dtype)| {
+                let column = df.column(name).ok().filter(|c| c.dtype().is_string())?;
+                Some(schema::dictionary_encode_as(column, dtype.clone()))
+            })
+            .collect::<PolarsResult<_>>()?;
+        for column in encoded {
+            df.with_column(column)?;
+        }
+        Ok(df)
+    };
+    // Each batch is encoded while the next one is decoded.
+    let mut out: Option<DataFrame> = None;
+    let mut batches = batches.into_iter();
+    let mut next = batches.next().map(decode).transpose()?;
+    while let Some(decoded) = next.take() {
+        let (encoded, following) = rayon::join(|| encode(decoded), || batches.next().map(decode).transpose());
+        next = following?;
+        let df = encoded?;
+        match out.as_mut() {
+            None => out = Some(df),
+            Some(all) => {
+                all.vstack_mut_owned(df)?;
+            }
+        }
+    }
+    out.ok_or_else(|| polars_err!(ComputeError: "no rows were decoded"))
 }
 
 /// The frame every Parquet file has: `PAR1` at both ends and a footer length that fits. Returns
@@ -312,6 +371,12 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     }
     for spec in COLUMNS {
         if encoded_here.contains(&spec.name) {
+            exprs.push(col(spec.name));
+            continue;
+        }
+        let own = raw.column(spec.name).is_ok_and(|c| schema::is_dictionary_dtype(c.dtype()));
+        if own && DICTIONARY_ENCODED.contains(&spec.name) {
+            // Encoded as the file was read.
             exprs.push(col(spec.name));
             continue;
         }
@@ -571,12 +636,52 @@ mod tests {
         let rebuilt = Table::build(view, casas, Some(stale)).unwrap();
         assert_eq!(rebuilt.vehicles(), alone.vehicles());
         assert_eq!(rebuilt.rows_by_id(), alone.rows_by_id());
+        // The load's way: the checked rows put in catalog order first, the views run on them,
+        // and the table built from that view without gathering again: the same table.
+        let keys = KeyOrders::compute(&checked, order.clone()).unwrap();
+        let (ordered, keys) = keys.put_in_order(checked.clone()).unwrap();
+        assert!(ordered.columns().iter().all(|c| c.n_chunks() == 1));
+        let views =
+            Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap();
+        let ordered_view = views.apply(ordered.lazy()).unwrap();
+        let first = Table::build(ordered_view, casas, Some(keys)).unwrap();
+        assert_eq!(first.vehicles(), alone.vehicles());
+        assert_eq!(first.rows_by_id(), alone.rows_by_id());
+        assert_eq!(first.order("eco_score", true).unwrap(), alone.order("eco_score", true).unwrap());
         // The catalog order itself: marca, modelo, versao, ano descending, then id.
         let vehicles = alone.vehicles();
         let key = |v: &crate::engine::dataset::table::Vehicle| {
             (v.marca.clone(), v.modelo.clone(), v.versao.clone(), std::cmp::Reverse(v.ano), v.id.to_string())
         };
         assert!(vehicles.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+    }
+
+    /// A file decoded a few row groups at a time holds the rows a whole decode gives, its text
+    /// encoded with one mapping per column across the batches.
+    #[test]
+    fn batches_decode_what_the_whole_file_holds() {
+        let mut df = crate::sample::generate_catalog(700, 3).unwrap();
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes).with_row_group_size(Some(64)).finish(&mut df).unwrap();
+        let metadata = ParquetReader::new(Cursor::new(&bytes)).get_metadata().cloned().unwrap();
+        assert!(metadata.row_groups.len() > 5);
+        let whole = ParquetReader::new(Cursor::new(&bytes)).finish().unwrap();
+        for batch_rows in [1, 100, 250, 10_000] {
+            let batched = decode_in_batches(&bytes, &metadata, batch_rows).unwrap();
+            assert_eq!(batched.height(), whole.height());
+            assert_eq!(batched.get_column_names(), whole.get_column_names());
+            for column in whole.columns() {
+                let ours = batched.column(column.name()).unwrap();
+                if DICTIONARY_ENCODED.contains(&column.name().as_str()) {
+                    assert!(schema::is_dictionary_dtype(ours.dtype()), "{} is {}", column.name(), ours.dtype());
+                }
+                let (ours, theirs) = (ours.cast(&DataType::String).ok(), column.cast(&DataType::String).ok());
+                match (ours, theirs) {
+                    (Some(a), Some(b)) => assert!(a.equals_missing(&b), "{} differs", column.name()),
+                    _ => assert!(batched.column(column.name()).unwrap().equals_missing(column)),
+                }
+            }
+        }
     }
 
     /// Text read as plain strings is dictionary-encoded with the values the cast would give.

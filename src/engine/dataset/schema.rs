@@ -86,9 +86,22 @@ pub const DICTIONARY_ENCODED: [&str; 10] = [
     "classificacao_pbe_geral",
 ];
 
+/// The namespace of [`dictionary_dtype`]'s categories.
+const DICTIONARY_NAMESPACE: &str = "eco-insights";
+
 /// A dictionary-encoded text type with a mapping of its own (freed with the data using it).
 pub fn dictionary_dtype() -> DataType {
-    DataType::from_categories(Categories::random(PlSmallStr::from_static("eco-insights"), CategoricalPhysical::U32))
+    DataType::from_categories(Categories::random(
+        PlSmallStr::from_static(DICTIONARY_NAMESPACE),
+        CategoricalPhysical::U32,
+    ))
+}
+
+/// Whether a column's type is a [`dictionary_dtype`] (text encoded by this service, as a file is
+/// read), which needs no cast.
+pub fn is_dictionary_dtype(dtype: &DataType) -> bool {
+    matches!(dtype, DataType::Categorical(cats, _) if cats.namespace() == DICTIONARY_NAMESPACE
+        && cats.physical() == CategoricalPhysical::U32)
 }
 
 /// A code per row of a text column (`None` for a null), equal codes for equal strings, and the
@@ -124,7 +137,12 @@ pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
 /// A text column dictionary-encoded with a mapping of its own ([`dictionary_dtype`]), each
 /// distinct string hashed once (see [`text_codes`]).
 pub fn dictionary_encode(column: &Column) -> PolarsResult<Column> {
-    let dtype = dictionary_dtype();
+    dictionary_encode_as(column, dictionary_dtype())
+}
+
+/// [`dictionary_encode`] with a given [`dictionary_dtype`], so that the parts of one column
+/// (a file's row groups, encoded as they are decoded) share one mapping.
+pub fn dictionary_encode_as(column: &Column, dtype: DataType) -> PolarsResult<Column> {
     let DataType::Categorical(_, mapping) = &dtype else {
         polars_bail!(ComputeError: "the dictionary type is not categorical");
     };

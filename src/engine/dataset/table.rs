@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use polars::prelude::*;
+use polars_arrow::bitmap::Bitmap;
 use rayon::slice::ParallelSliceMut;
 use uuid::Uuid;
 
@@ -326,7 +327,7 @@ impl Table {
     pub fn build(view: DataFrame, casas: Casas, keys: Option<KeyOrders>) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
-        let mut frame = view;
+        let frame = view;
         let keys = match keys.filter(|k| k.hold_for(&frame)) {
             Some(keys) => keys,
             None => {
@@ -335,31 +336,20 @@ impl Table {
             }
         };
         tracing::debug!(ms = ms(t), "key orders");
-        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, catalog, .. } = keys;
+        // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
+        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. A load
+        // puts the checked export in that order before the views run, so here it usually is.
+        let mut frame = frame;
         let _ = frame.drop_in_place(ID)?;
+        let (mut frame, keys) = keys.put_in_order(frame)?;
+        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, columns, catalog } = keys;
+        drop((columns, catalog));
         if frame.column("eco_faixa")?.dtype().is_string() {
             let band = dictionary_encode(frame.column("eco_faixa")?)?;
             frame.with_column(band)?;
         }
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
-
-        // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
-        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. The ids
-        // and their positions are mapped while the columns are gathered.
-        let (maps, frame) = rayon::join(
-            || {
-                let mut position = vec![0u32; catalog.len()];
-                for (p, &row) in catalog.iter().enumerate() {
-                    position[row as usize] = p as u32;
-                }
-                let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
-                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
-                (ids, by_id)
-            },
-            || reorder(frame, &catalog),
-        );
-        let (ids, by_id) = maps;
-        let mut frame = frame?.with_row_index(ROW.into(), None)?;
+        let mut frame = frame.with_row_index(ROW.into(), None)?;
         tracing::debug!(ms = ms(t), "catalog order");
         let identity: Vec<u32> = (0..frame.height() as u32).collect();
         let index = TextIndex::build(&frame, &identity)?;
@@ -407,10 +397,51 @@ impl KeyOrders {
         if order.ids.len() != frame.height() {
             polars_bail!(ComputeError: "the ids are not the frame's rows");
         }
+        let t = std::time::Instant::now();
         let id_rank = order.ranks();
         let catalog = catalog_permutation(frame, &id_rank)?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog permutation");
         let columns = KEY_COLUMNS.iter().map(|c| frame.column(c).cloned()).collect::<PolarsResult<_>>()?;
         Ok(KeyOrders { columns, order, id_rank, catalog })
+    }
+
+    /// Whether the rows are already in catalog order.
+    fn in_catalog_order(&self) -> bool {
+        self.catalog.iter().enumerate().all(|(p, &row)| p as u32 == row)
+    }
+
+    /// `frame` (the frame these orders were computed from) with its rows in catalog order, and
+    /// the orders of that frame: the ids and their ranks by position, the catalog order the
+    /// identity. The columns are gathered on every core, each unordered source released once
+    /// gathered, while the ids and their positions are mapped beside them. A frame already in
+    /// order is returned as it is (in one chunk per column).
+    pub fn put_in_order(self, frame: DataFrame) -> PolarsResult<(DataFrame, KeyOrders)> {
+        if self.in_catalog_order() {
+            // One chunk per column, as the gathers below give (a file holds a chunk per row group).
+            let mut frame = frame;
+            frame.rechunk_mut_par();
+            return Ok((frame, self));
+        }
+        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, catalog, columns } = self;
+        drop(columns);
+        let (maps, frame) = rayon::join(
+            || {
+                let mut position = vec![0u32; catalog.len()];
+                for (p, &row) in catalog.iter().enumerate() {
+                    position[row as usize] = p as u32;
+                }
+                let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
+                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
+                let id_rank: Vec<u32> = catalog.iter().map(|&r| id_rank[r as usize]).collect();
+                (ids, by_id, id_rank)
+            },
+            || reorder(frame, &catalog),
+        );
+        let frame = frame?;
+        let (ids, by_id, id_rank) = maps;
+        let identity = (0..catalog.len() as u32).collect();
+        let columns = KEY_COLUMNS.iter().filter_map(|c| frame.column(c).ok().cloned()).collect();
+        Ok((frame, KeyOrders { columns, order: IdOrder { ids, by_id }, id_rank, catalog: identity }))
     }
 
     /// Whether `view` holds the same rows of the key columns, in the same order (compared in
@@ -541,43 +572,158 @@ fn restored_ids(
 /// the peak is one frame plus a column per core.
 fn reorder(mut frame: DataFrame, order: &[u32]) -> PolarsResult<DataFrame> {
     use rayon::prelude::*;
-    let order = IdxCa::from_slice(PlSmallStr::EMPTY, order);
     let names: Vec<PlSmallStr> = frame.get_column_names_owned();
     let sources: Vec<Column> = names.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
     drop(frame);
     // Column by column on every core, each source dropped once gathered (so about one column
     // per core is held twice at a time), no core waiting on another's column.
-    let columns = sources.into_par_iter().map(|c| gather(&c, &order)).collect::<PolarsResult<Vec<Column>>>()?;
+    let columns = sources.into_par_iter().map(|c| gather(&c, order)).collect::<PolarsResult<Vec<Column>>>()?;
     DataFrame::new_infer_height(columns)
 }
 
-/// A column's rows in `order` (a permutation of its rows). Numeric columns are gathered here,
-/// values and validity apart: Polars gathers a numeric column with nulls one `Option` at a time,
-/// which was the larger part of putting a 1M-row frame in catalog order.
-fn gather(column: &Column, order: &IdxCa) -> PolarsResult<Column> {
+/// A column's rows in `order` (a permutation of its rows), in one chunk. Numeric and text
+/// columns are gathered here straight out of their chunks (a file's row groups), values and
+/// validity apart, with no copy into one chunk first: Polars gathers a numeric column with nulls
+/// one `Option` at a time, and a text column held in many chunks several times slower.
+fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
+    if order.len() != column.len() {
+        return Err(polars_err!(ComputeError: "the catalog order is not a permutation of the rows"));
+    }
+    if order.iter().any(|&i| i as usize >= column.len()) {
+        return Err(polars_err!(ComputeError: "the catalog order names a row outside the frame"));
+    }
     let series = column.as_materialized_series();
     let out = match column.dtype() {
-        DataType::Float64 => gather_numeric(series.f64()?, order)?.into_series(),
-        DataType::Int32 => gather_numeric(series.i32()?, order)?.into_series(),
-        DataType::UInt32 => gather_numeric(series.u32()?, order)?.into_series(),
-        _ => return column.take(order),
+        DataType::Float64 => gather_numeric(series.f64()?, order).into_series(),
+        DataType::Int32 => gather_numeric(series.i32()?, order).into_series(),
+        DataType::UInt32 => gather_numeric(series.u32()?, order).into_series(),
+        DataType::String => gather_text(series.str()?, order)?.into_series(),
+        _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order)),
     };
     Ok(out.into_column())
 }
 
-fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &IdxCa) -> PolarsResult<ChunkedArray<T>> {
-    if order.null_count() > 0 || order.len() != ca.len() {
-        return Err(polars_err!(ComputeError: "the catalog order is not a permutation of the rows"));
+/// Where a row of a chunked column lies: its chunk, found from the chunk holding the first row
+/// of its block of 4096 rows (a table small enough to stay in cache), and its offset there.
+struct Locator {
+    starts: Vec<u32>,
+    first: Vec<u32>,
+}
+
+impl Locator {
+    const BLOCK_BITS: u32 = 12;
+
+    fn new(lengths: impl Iterator<Item = usize>) -> Locator {
+        let mut starts = vec![0u32];
+        for len in lengths {
+            starts.push(starts[starts.len() - 1] + len as u32);
+        }
+        let total = *starts.last().unwrap_or(&0) as usize;
+        let mut first = Vec::with_capacity(total.div_ceil(1 << Self::BLOCK_BITS));
+        let mut k = 0usize;
+        for block in 0..total.div_ceil(1 << Self::BLOCK_BITS) {
+            let row = (block << Self::BLOCK_BITS) as u32;
+            while row >= starts[k + 1] {
+                k += 1;
+            }
+            first.push(k as u32);
+        }
+        Locator { starts, first }
     }
-    let (ca, order) = (ca.rechunk(), order.rechunk());
-    let (arr, order) = (ca.downcast_as_array(), order.downcast_as_array());
-    let (values, order) = (arr.values().as_slice(), order.values().as_slice());
-    if order.iter().any(|&i| i as usize >= values.len()) {
-        return Err(polars_err!(ComputeError: "the catalog order names a row outside the frame"));
+
+    /// The chunk and offset of `row` (a row of the column: the caller checked it).
+    #[inline]
+    fn at(&self, row: u32) -> (usize, usize) {
+        let mut k = self.first[(row >> Self::BLOCK_BITS) as usize] as usize;
+        while row >= self.starts[k + 1] {
+            k += 1;
+        }
+        (k, (row - self.starts[k]) as usize)
     }
-    let gathered: Vec<T::Native> = order.iter().map(|&i| values[i as usize]).collect();
-    let validity = arr.validity().map(|bits| order.iter().map(|&i| bits.get_bit(i as usize)).collect());
-    Ok(ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity))
+}
+
+/// The validity of the rows in `order`, `None` when no chunk has a null.
+fn gather_validity(chunks: &[&dyn polars_arrow::array::Array], at: &Locator, order: &[u32]) -> Option<Bitmap> {
+    if chunks.iter().all(|c| c.null_count() == 0) {
+        return None;
+    }
+    let bits: Vec<Option<&Bitmap>> = chunks.iter().map(|c| c.validity()).collect();
+    if let [Some(one)] = bits.as_slice() {
+        return Some(order.iter().map(|&i| one.get_bit(i as usize)).collect());
+    }
+    Some(
+        order
+            .iter()
+            .map(|&i| {
+                let (k, j) = at.at(i);
+                bits[k].is_none_or(|b| b.get_bit(j))
+            })
+            .collect(),
+    )
+}
+
+fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &[u32]) -> ChunkedArray<T> {
+    use polars_arrow::array::Array;
+    let arrays: Vec<_> = ca.downcast_iter().collect();
+    let at = Locator::new(arrays.iter().map(|a| a.len()));
+    let values: Vec<&[T::Native]> = arrays.iter().map(|a| a.values().as_slice()).collect();
+    let gathered: Vec<T::Native> = match values.as_slice() {
+        [one] => order.iter().map(|&i| one[i as usize]).collect(),
+        _ => order
+            .iter()
+            .map(|&i| {
+                let (k, j) = at.at(i);
+                values[k][j]
+            })
+            .collect(),
+    };
+    let dyns: Vec<&dyn Array> = arrays.iter().map(|a| *a as &dyn Array).collect();
+    let validity = gather_validity(&dyns, &at, order);
+    ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity)
+}
+
+/// A text column's rows in `order`: each row's 16-byte view copied, the strings themselves left
+/// in the chunks' buffers, which the result shares.
+fn gather_text(ca: &StringChunked, order: &[u32]) -> PolarsResult<StringChunked> {
+    use polars_arrow::array::{Array, Utf8ViewArray};
+    let arrays: Vec<&Utf8ViewArray> = ca.downcast_iter().collect();
+    let at = Locator::new(arrays.iter().map(|a| a.len()));
+    // All chunks' buffers side by side: a view's buffer index moves by the buffers before its chunk.
+    let mut buffers = Vec::new();
+    let mut shift: Vec<u32> = Vec::with_capacity(arrays.len());
+    for a in &arrays {
+        shift.push(buffers.len() as u32);
+        buffers.extend(a.data_buffers().iter().cloned());
+    }
+    let views: Vec<&[polars_arrow::array::View]> = arrays.iter().map(|a| a.views().as_slice()).collect();
+    let gathered: Vec<polars_arrow::array::View> = match views.as_slice() {
+        [one] => order.iter().map(|&i| one[i as usize]).collect(),
+        _ => order
+            .iter()
+            .map(|&i| {
+                let (k, j) = at.at(i);
+                let mut view = views[k][j];
+                if view.length > polars_arrow::array::View::MAX_INLINE_SIZE {
+                    view.buffer_idx += shift[k];
+                }
+                view
+            })
+            .collect(),
+    };
+    let dyns: Vec<&dyn Array> = arrays.iter().map(|a| *a as &dyn Array).collect();
+    let validity = gather_validity(&dyns, &at, order);
+    // SAFETY: every view is a view of these buffers (its index moved with its chunk's buffers),
+    // of valid UTF-8 (the chunks' own views, unchanged otherwise).
+    let array = unsafe {
+        Utf8ViewArray::new_unchecked_unknown_md(
+            polars_arrow::datatypes::ArrowDataType::Utf8View,
+            gathered.into(),
+            buffers.into(),
+            validity,
+            None,
+        )
+    };
+    Ok(StringChunked::with_chunk(ca.name().clone(), array))
 }
 
 /// The row numbers of a frame's [`ROW`] column.
@@ -605,9 +751,17 @@ fn parse_ids(view: &DataFrame) -> PolarsResult<Vec<Uuid>> {
 /// the percentile 100 × (N − global) / (N − 1) (100 when N = 1). One pass over the rows ordered
 /// by score; that order (score descending, id ascending) is returned for reuse.
 fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> PolarsResult<Vec<u32>> {
+    use polars_arrow::bitmap::MutableBitmap;
     let n = frame.height();
-    let scores: Vec<Option<f64>> = frame.column("eco_score")?.cast(&DataType::Float64)?.f64()?.iter().collect();
-    let id_rank: Vec<u32> = frame.column(ID_RANK)?.u32()?.iter().map(|v| v.unwrap_or_default()).collect();
+    // The scores and id ranks read in place (one chunk each: the table's columns are gathered
+    // into one), nothing copied per row but the sort keys.
+    let scores = frame.column("eco_score")?.cast(&DataType::Float64)?;
+    let scores = scores.f64()?.rechunk();
+    let scores_array = scores.downcast_as_array();
+    let (score, scored_at) = (scores_array.values().as_slice(), scores_array.validity());
+    let is_scored = |r: usize| scored_at.is_none_or(|v| v.get_bit(r));
+    let id_rank_column = frame.column(ID_RANK)?.u32()?.rechunk();
+    let id_rank = id_rank_column.downcast_as_array().values().as_slice();
     // One integer key per scored row: the score descending (its total order as an integer,
     // inverted), the id rank, then the row itself (never decisive: id ranks are unique).
     let descending = |score: f64| -> u128 {
@@ -616,55 +770,67 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
         (!ascending) as u128
     };
     let mut keyed: Vec<u128> = (0..n)
-        .filter_map(|r| scores[r].map(|s| descending(s) << 64 | (id_rank[r] as u128) << 32 | r as u128))
+        .filter(|&r| is_scored(r))
+        .map(|r| descending(score[r]) << 64 | (id_rank[r] as u128) << 32 | r as u128)
         .collect();
     keyed.par_sort_unstable();
-    let order: Vec<u32> = keyed.into_iter().map(|k| k as u32).collect();
+    let order: Vec<u32> = keyed.iter().map(|&k| k as u32).collect();
+    drop(keyed);
     let scored = order.len();
-    let mut global = vec![None::<u32>; n];
-    let mut percentil = vec![None::<f64>; n];
-    let group = |column: &str| -> PolarsResult<Vec<Option<u32>>> {
+    // A position is null where the score is (and, within a group, where the group is).
+    let scored_rows: Option<Bitmap> = scored_at.cloned();
+    let group = |column: &str| -> PolarsResult<UInt32Chunked> {
         let c = index.column(column).ok_or_else(|| polars_err!(ComputeError: "no {column} index"))?;
-        let mut out = vec![None; n];
+        let mut out = vec![0u32; n];
+        let mut valid = MutableBitmap::from_len_zeroed(n);
         // Per code: members seen so far, and the last score with its position.
         let mut seen: Vec<(u32, f64, u32)> = vec![(0, f64::NAN, 0); c.values().len()];
         for &r in &order {
             let Some(code) = c.code_at(r) else { continue };
-            let score = scores[r as usize].unwrap_or_default();
+            let value = score[r as usize];
             let entry = &mut seen[code as usize];
             entry.0 += 1;
-            if entry.1 != score {
-                entry.1 = score;
+            if entry.1 != value {
+                entry.1 = value;
                 entry.2 = entry.0;
             }
-            out[r as usize] = Some(entry.2);
+            out[r as usize] = entry.2;
+            valid.set(r as usize, true);
         }
-        Ok(out)
+        Ok(UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, out, Some(valid.into())))
     };
     let overall = || {
+        let mut global = vec![0u32; n];
+        let mut percentil = vec![0f64; n];
         let (mut last, mut position) = (f64::NAN, 0u32);
         for (i, &r) in order.iter().enumerate() {
-            let score = scores[r as usize].unwrap_or_default();
-            if score != last {
-                last = score;
+            let value = score[r as usize];
+            if value != last {
+                last = value;
                 position = i as u32 + 1;
             }
-            global[r as usize] = Some(position);
-            percentil[r as usize] = Some(if scored == 1 {
+            global[r as usize] = position;
+            percentil[r as usize] = if scored == 1 {
                 100.0
             } else {
                 round_published(100.0 * (scored as f64 - position as f64) / (scored as f64 - 1.0), casas_eco_score)
-            });
+            };
         }
+        (
+            UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, global, scored_rows.clone()),
+            Float64Chunked::from_vec_validity(PlSmallStr::EMPTY, percentil, scored_rows.clone()),
+        )
     };
     // The three passes are independent: they run side by side.
-    let ((), (categoria, combustivel)) =
+    let ((global, percentil), (categoria, combustivel)) =
         rayon::join(overall, || rayon::join(|| group("categoria"), || group("combustivel_tipo")));
     let (categoria, combustivel) = (categoria?, combustivel?);
-    frame.with_column(Column::new("posicao_global".into(), global))?;
-    frame.with_column(Column::new("posicao_categoria".into(), categoria))?;
-    frame.with_column(Column::new("posicao_combustivel".into(), combustivel))?;
-    frame.with_column(Column::new("percentil".into(), percentil))?;
+    drop(id_rank_column);
+    drop(scores);
+    frame.with_column(global.with_name("posicao_global".into()).into_column())?;
+    frame.with_column(categoria.with_name("posicao_categoria".into()).into_column())?;
+    frame.with_column(combustivel.with_name("posicao_combustivel".into()).into_column())?;
+    frame.with_column(percentil.with_name("percentil".into()).into_column())?;
     Ok(order)
 }
 
@@ -715,7 +881,8 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32]) -> PolarsResult<Vec<u32>
         (join(marca), join(modelo), versao)
     });
     let (marca, modelo, versao) = (marca?, modelo?, versao?);
-    let ano = df.column("ano")?.i32()?;
+    // One chunk (a load orders the export's row groups as they were read).
+    let ano = df.column("ano")?.i32()?.rechunk();
     if id_rank.len() != df.height() {
         polars_bail!(ComputeError: "the id ranks are not the frame's rows");
     }
@@ -865,7 +1032,8 @@ mod tests {
 
     #[test]
     fn numeric_columns_are_gathered_with_their_nulls_like_polars_take() {
-        let order = IdxCa::from_vec(PlSmallStr::EMPTY, vec![3, 0, 4, 1, 2]);
+        let order = [3u32, 0, 4, 1, 2];
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.to_vec());
         let columns = [
             Column::new("f".into(), [Some(1.5), None, Some(-0.0), Some(f64::NAN), None]),
             Column::new("i".into(), [None, Some(7i32), Some(-3), None, Some(0)]),
@@ -874,16 +1042,37 @@ mod tests {
         ];
         for c in &columns {
             let ours = gather(c, &order).unwrap();
-            let theirs = c.take(&order).unwrap();
+            let theirs = c.take(&idx).unwrap();
             assert_eq!(ours.dtype(), theirs.dtype());
             assert_eq!(ours.name(), c.name());
             assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
             assert_eq!(ours.null_count(), theirs.null_count());
         }
-        let short = IdxCa::from_vec(PlSmallStr::EMPTY, vec![0, 1]);
-        assert!(gather(&columns[0], &short).is_err(), "an order that is not a permutation is refused");
-        let outside = IdxCa::from_vec(PlSmallStr::EMPTY, vec![0, 1, 2, 3, 5]);
-        assert!(gather(&columns[1], &outside).is_err(), "a row outside the frame is refused");
+        // Columns in several chunks (a file's row groups), long strings among them.
+        let chunked = |a: Series, b: Series| {
+            let mut s = a;
+            s.append(&b).unwrap();
+            assert_eq!(s.n_chunks(), 2);
+            s.into_column()
+        };
+        let long = |i: usize| format!("a version name longer than twelve bytes #{i}");
+        let columns = [
+            chunked(Series::new("f".into(), [Some(1.5), None, Some(2.5)]), Series::new("f".into(), [Some(4.0), None])),
+            chunked(Series::new("u".into(), [1u32, 2]), Series::new("u".into(), [3u32, 4, 5])),
+            chunked(
+                Series::new("s".into(), [Some(long(0)), None]),
+                Series::new("s".into(), [Some("short".to_string()), Some(long(3)), Some(long(4))]),
+            ),
+        ];
+        for c in &columns {
+            let ours = gather(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert_eq!(ours.n_chunks(), 1);
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
+            assert_eq!(ours.null_count(), theirs.null_count());
+        }
+        assert!(gather(&columns[0], &[0, 1]).is_err(), "an order that is not a permutation is refused");
+        assert!(gather(&columns[1], &[0, 1, 2, 3, 5]).is_err(), "a row outside the frame is refused");
     }
 
     #[test]
