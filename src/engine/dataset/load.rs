@@ -168,7 +168,7 @@ pub fn read_parquet(bytes: &[u8], path: &str, max_rows: u64) -> Result<DataFrame
 
 /// Rows decoded at a time (whole row groups): the text of this many rows exists as plain strings
 /// at once.
-const DECODE_BATCH_ROWS: usize = 1024 * 1024;
+const DECODE_BATCH_ROWS: usize = 2 * 1024 * 1024;
 
 /// Decodes a file (its metadata checked) a few row groups at a time, each batch's text columns
 /// dictionary-encoded (see [`schema::dictionary_encode`]) as soon as it is decoded, on every

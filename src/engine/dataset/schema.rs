@@ -1,6 +1,5 @@
 //! The catalog input schema (what analysts drop in `data/`) and the checks an export must pass.
 
-use rayon::slice::ParallelSliceMut;
 use std::fmt;
 
 use polars::prelude::*;
@@ -394,10 +393,16 @@ pub struct IdOrder {
 }
 
 impl IdOrder {
-    /// Sorts the rows by id (in parallel).
+    /// Sorts the rows by id (in parallel). Each id is sorted with its row beside it (a UUID's
+    /// byte order is its order as a big-endian integer): a sort of rows compared through their
+    /// ids reads an id from anywhere in memory at every comparison, several times slower at 10M
+    /// rows.
     pub fn new(ids: Vec<Uuid>) -> IdOrder {
-        let mut by_id: Vec<u32> = (0..ids.len() as u32).collect();
-        by_id.par_sort_unstable_by_key(|&i| ids[i as usize]);
+        use rayon::prelude::*;
+        let mut keyed: Vec<(u128, u32)> =
+            ids.par_iter().enumerate().map(|(row, id)| (id.as_u128(), row as u32)).collect();
+        keyed.par_sort_unstable();
+        let by_id: Vec<u32> = keyed.par_iter().map(|&(_, row)| row).collect();
         IdOrder { ids, by_id }
     }
 
