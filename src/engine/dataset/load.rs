@@ -357,34 +357,19 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "schema checked");
     let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
 
-    // Text columns read as plain strings are dictionary-encoded here (see
-    // `schema::dictionary_encode`), beside the casts of the other columns.
-    let encoded_here: Vec<&str> = COLUMNS
-        .iter()
-        .filter(|spec| spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name))
-        .filter(|spec| raw.column(spec.name).is_ok_and(|c| c.dtype().is_string()))
-        .map(|spec| spec.name)
-        .collect();
     let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
     if raw.column(ID).is_ok() {
         exprs.push(col(ID).cast(DataType::String));
     }
     for spec in COLUMNS {
-        if encoded_here.contains(&spec.name) {
+        let encoded = DICTIONARY_ENCODED.contains(&spec.name);
+        if encoded && raw.column(spec.name).is_ok_and(|c| schema::is_dictionary_dtype(c.dtype())) {
+            // Encoded as the file was read (see `decode_in_batches`).
             exprs.push(col(spec.name));
             continue;
         }
-        let own = raw.column(spec.name).is_ok_and(|c| schema::is_dictionary_dtype(c.dtype()));
-        if own && DICTIONARY_ENCODED.contains(&spec.name) {
-            // Encoded as the file was read.
-            exprs.push(col(spec.name));
-            continue;
-        }
-        let dtype = if spec.kind == schema::Kind::Text && DICTIONARY_ENCODED.contains(&spec.name) {
-            schema::dictionary_dtype()
-        } else {
-            spec.kind.canonical()
-        };
+        let dtype =
+            if spec.kind == schema::Kind::Text && encoded { schema::dictionary_dtype() } else { spec.kind.canonical() };
         let mut e = col(spec.name).cast(dtype);
         // NaN is read as null; a column without NaN is passed through untouched (no copy).
         if spec.kind == schema::Kind::Float && has_nan(&raw, spec.name) {
@@ -392,21 +377,8 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
         }
         exprs.push(e.alias(spec.name));
     }
-    let (typed, encoded) = rayon::join(
-        || raw.clone().lazy().select(exprs).collect(),
-        || {
-            use rayon::prelude::*;
-            encoded_here
-                .par_iter()
-                .map(|name| raw.column(name).and_then(schema::dictionary_encode))
-                .collect::<PolarsResult<Vec<Column>>>()
-        },
-    );
-    drop(raw);
+    let typed = raw.lazy().select(exprs).collect();
     let mut df = typed.map_err(internal)?;
-    for column in encoded.map_err(internal)? {
-        df.with_column(column).map_err(internal)?;
-    }
 
     let order = match order {
         Some(order) => order,
@@ -636,15 +608,15 @@ mod tests {
         let rebuilt = Table::build(view, casas, Some(stale)).unwrap();
         assert_eq!(rebuilt.vehicles(), alone.vehicles());
         assert_eq!(rebuilt.rows_by_id(), alone.rows_by_id());
-        // The load's way: the checked rows put in catalog order first, the views run on them,
-        // and the table built from that view without gathering again: the same table.
+        // Rows already in catalog order (an export written in that order): the table built from
+        // their view, its key orders computed from it, gathers nothing and is the same table.
         let keys = KeyOrders::compute(&checked, order.clone()).unwrap();
-        let (ordered, keys) = keys.put_in_order(checked.clone()).unwrap();
+        let (ordered, ..) = keys.put_in_order(checked.clone()).unwrap();
         assert!(ordered.columns().iter().all(|c| c.n_chunks() == 1));
         let views =
             Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap();
         let ordered_view = views.apply(ordered.lazy()).unwrap();
-        let first = Table::build(ordered_view, casas, Some(keys)).unwrap();
+        let first = Table::build(ordered_view, casas, None).unwrap();
         assert_eq!(first.vehicles(), alone.vehicles());
         assert_eq!(first.rows_by_id(), alone.rows_by_id());
         assert_eq!(first.order("eco_score", true).unwrap(), alone.order("eco_score", true).unwrap());

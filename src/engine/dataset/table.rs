@@ -327,7 +327,7 @@ impl Table {
     pub fn build(view: DataFrame, casas: Casas, keys: Option<KeyOrders>) -> PolarsResult<Table> {
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
-        let frame = view;
+        let mut frame = view;
         let keys = match keys.filter(|k| k.hold_for(&frame)) {
             Some(keys) => keys,
             None => {
@@ -337,13 +337,9 @@ impl Table {
         };
         tracing::debug!(ms = ms(t), "key orders");
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
-        // model are contiguous, which keeps the gathers of filtered plans cache-friendly. A load
-        // puts the checked export in that order before the views run, so here it usually is.
-        let mut frame = frame;
+        // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let _ = frame.drop_in_place(ID)?;
-        let (mut frame, keys) = keys.put_in_order(frame)?;
-        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, columns, catalog } = keys;
-        drop((columns, catalog));
+        let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
         if frame.column("eco_faixa")?.dtype().is_string() {
             let band = dictionary_encode(frame.column("eco_faixa")?)?;
             frame.with_column(band)?;
@@ -405,25 +401,21 @@ impl KeyOrders {
         Ok(KeyOrders { columns, order, id_rank, catalog })
     }
 
-    /// Whether the rows are already in catalog order.
-    fn in_catalog_order(&self) -> bool {
-        self.catalog.iter().enumerate().all(|(p, &row)| p as u32 == row)
-    }
-
-    /// `frame` (the frame these orders were computed from) with its rows in catalog order, and
-    /// the orders of that frame: the ids and their ranks by position, the catalog order the
-    /// identity. The columns are gathered on every core, each unordered source released once
-    /// gathered, while the ids and their positions are mapped beside them. A frame already in
-    /// order is returned as it is (in one chunk per column).
-    pub fn put_in_order(self, frame: DataFrame) -> PolarsResult<(DataFrame, KeyOrders)> {
-        if self.in_catalog_order() {
-            // One chunk per column, as the gathers below give (a file holds a chunk per row group).
+    /// `frame` (the frame these orders were computed from) with its rows in catalog order, with
+    /// the ids and their ranks by position in that order. The key columns kept for
+    /// [`KeyOrders::hold_for`] are released first; the columns are gathered on every core, each
+    /// unordered source released once gathered, while the ids and their positions are mapped
+    /// beside them. A frame already in order is returned as it is (in one chunk per column).
+    pub fn put_in_order(self, frame: DataFrame) -> PolarsResult<(DataFrame, IdOrder, Vec<u32>)> {
+        let KeyOrders { order, id_rank, catalog, columns } = self;
+        drop(columns);
+        if catalog.iter().enumerate().all(|(p, &row)| p as u32 == row) {
+            // One chunk per column, as the gathers below give.
             let mut frame = frame;
             frame.rechunk_mut_par();
-            return Ok((frame, self));
+            return Ok((frame, order, id_rank));
         }
-        let KeyOrders { order: IdOrder { ids, by_id }, id_rank, catalog, columns } = self;
-        drop(columns);
+        let IdOrder { ids, by_id } = order;
         let (maps, frame) = rayon::join(
             || {
                 let mut position = vec![0u32; catalog.len()];
@@ -437,11 +429,8 @@ impl KeyOrders {
             },
             || reorder(frame, &catalog),
         );
-        let frame = frame?;
         let (ids, by_id, id_rank) = maps;
-        let identity = (0..catalog.len() as u32).collect();
-        let columns = KEY_COLUMNS.iter().filter_map(|c| frame.column(c).ok().cloned()).collect();
-        Ok((frame, KeyOrders { columns, order: IdOrder { ids, by_id }, id_rank, catalog: identity }))
+        Ok((frame?, IdOrder { ids, by_id }, id_rank))
     }
 
     /// Whether `view` holds the same rows of the key columns, in the same order (compared in
@@ -581,10 +570,9 @@ fn reorder(mut frame: DataFrame, order: &[u32]) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
-/// A column's rows in `order` (a permutation of its rows), in one chunk. Numeric and text
-/// columns are gathered here straight out of their chunks (a file's row groups), values and
-/// validity apart, with no copy into one chunk first: Polars gathers a numeric column with nulls
-/// one `Option` at a time, and a text column held in many chunks several times slower.
+/// A column's rows in `order` (a permutation of its rows), in one chunk. Numeric columns are
+/// gathered here, values and validity apart: Polars gathers a numeric column with nulls one
+/// `Option` at a time, which was the larger part of putting a 1M-row frame in catalog order.
 fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
     if order.len() != column.len() {
         return Err(polars_err!(ComputeError: "the catalog order is not a permutation of the rows"));
@@ -598,133 +586,19 @@ fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
         DataType::Float64 => gather_numeric(series.f64()?, order).into_series(),
         DataType::Int32 => gather_numeric(series.i32()?, order).into_series(),
         DataType::UInt32 => gather_numeric(series.u32()?, order).into_series(),
-        DataType::String => gather_text(series.str()?, order)?.into_series(),
         _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order)),
     };
     Ok(out.into_column())
 }
 
-/// Where a row of a chunked column lies: its chunk, found from the chunk holding the first row
-/// of its block of 4096 rows (a table small enough to stay in cache), and its offset there.
-struct Locator {
-    starts: Vec<u32>,
-    first: Vec<u32>,
-}
-
-impl Locator {
-    const BLOCK_BITS: u32 = 12;
-
-    fn new(lengths: impl Iterator<Item = usize>) -> Locator {
-        let mut starts = vec![0u32];
-        for len in lengths {
-            starts.push(starts[starts.len() - 1] + len as u32);
-        }
-        let total = *starts.last().unwrap_or(&0) as usize;
-        let mut first = Vec::with_capacity(total.div_ceil(1 << Self::BLOCK_BITS));
-        let mut k = 0usize;
-        for block in 0..total.div_ceil(1 << Self::BLOCK_BITS) {
-            let row = (block << Self::BLOCK_BITS) as u32;
-            while row >= starts[k + 1] {
-                k += 1;
-            }
-            first.push(k as u32);
-        }
-        Locator { starts, first }
-    }
-
-    /// The chunk and offset of `row` (a row of the column: the caller checked it).
-    #[inline]
-    fn at(&self, row: u32) -> (usize, usize) {
-        let mut k = self.first[(row >> Self::BLOCK_BITS) as usize] as usize;
-        while row >= self.starts[k + 1] {
-            k += 1;
-        }
-        (k, (row - self.starts[k]) as usize)
-    }
-}
-
-/// The validity of the rows in `order`, `None` when no chunk has a null.
-fn gather_validity(chunks: &[&dyn polars_arrow::array::Array], at: &Locator, order: &[u32]) -> Option<Bitmap> {
-    if chunks.iter().all(|c| c.null_count() == 0) {
-        return None;
-    }
-    let bits: Vec<Option<&Bitmap>> = chunks.iter().map(|c| c.validity()).collect();
-    if let [Some(one)] = bits.as_slice() {
-        return Some(order.iter().map(|&i| one.get_bit(i as usize)).collect());
-    }
-    Some(
-        order
-            .iter()
-            .map(|&i| {
-                let (k, j) = at.at(i);
-                bits[k].is_none_or(|b| b.get_bit(j))
-            })
-            .collect(),
-    )
-}
-
+/// [`gather`] of a numeric column (`order` checked against it).
 fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &[u32]) -> ChunkedArray<T> {
-    use polars_arrow::array::Array;
-    let arrays: Vec<_> = ca.downcast_iter().collect();
-    let at = Locator::new(arrays.iter().map(|a| a.len()));
-    let values: Vec<&[T::Native]> = arrays.iter().map(|a| a.values().as_slice()).collect();
-    let gathered: Vec<T::Native> = match values.as_slice() {
-        [one] => order.iter().map(|&i| one[i as usize]).collect(),
-        _ => order
-            .iter()
-            .map(|&i| {
-                let (k, j) = at.at(i);
-                values[k][j]
-            })
-            .collect(),
-    };
-    let dyns: Vec<&dyn Array> = arrays.iter().map(|a| *a as &dyn Array).collect();
-    let validity = gather_validity(&dyns, &at, order);
+    let ca = ca.rechunk();
+    let arr = ca.downcast_as_array();
+    let values = arr.values().as_slice();
+    let gathered: Vec<T::Native> = order.iter().map(|&i| values[i as usize]).collect();
+    let validity: Option<Bitmap> = arr.validity().map(|bits| order.iter().map(|&i| bits.get_bit(i as usize)).collect());
     ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity)
-}
-
-/// A text column's rows in `order`: each row's 16-byte view copied, the strings themselves left
-/// in the chunks' buffers, which the result shares.
-fn gather_text(ca: &StringChunked, order: &[u32]) -> PolarsResult<StringChunked> {
-    use polars_arrow::array::{Array, Utf8ViewArray};
-    let arrays: Vec<&Utf8ViewArray> = ca.downcast_iter().collect();
-    let at = Locator::new(arrays.iter().map(|a| a.len()));
-    // All chunks' buffers side by side: a view's buffer index moves by the buffers before its chunk.
-    let mut buffers = Vec::new();
-    let mut shift: Vec<u32> = Vec::with_capacity(arrays.len());
-    for a in &arrays {
-        shift.push(buffers.len() as u32);
-        buffers.extend(a.data_buffers().iter().cloned());
-    }
-    let views: Vec<&[polars_arrow::array::View]> = arrays.iter().map(|a| a.views().as_slice()).collect();
-    let gathered: Vec<polars_arrow::array::View> = match views.as_slice() {
-        [one] => order.iter().map(|&i| one[i as usize]).collect(),
-        _ => order
-            .iter()
-            .map(|&i| {
-                let (k, j) = at.at(i);
-                let mut view = views[k][j];
-                if view.length > polars_arrow::array::View::MAX_INLINE_SIZE {
-                    view.buffer_idx += shift[k];
-                }
-                view
-            })
-            .collect(),
-    };
-    let dyns: Vec<&dyn Array> = arrays.iter().map(|a| *a as &dyn Array).collect();
-    let validity = gather_validity(&dyns, &at, order);
-    // SAFETY: every view is a view of these buffers (its index moved with its chunk's buffers),
-    // of valid UTF-8 (the chunks' own views, unchanged otherwise).
-    let array = unsafe {
-        Utf8ViewArray::new_unchecked_unknown_md(
-            polars_arrow::datatypes::ArrowDataType::Utf8View,
-            gathered.into(),
-            buffers.into(),
-            validity,
-            None,
-        )
-    };
-    Ok(StringChunked::with_chunk(ca.name().clone(), array))
 }
 
 /// The row numbers of a frame's [`ROW`] column.
@@ -819,7 +693,7 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
         }
         (
             UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, global, scored_rows.clone()),
-            Float64Chunked::from_vec_validity(PlSmallStr::EMPTY, percentil, scored_rows.clone()),
+            Float64Chunked::from_vec_validity(PlSmallStr::EMPTY, percentil, scored_rows),
         )
     };
     // The three passes are independent: they run side by side.
@@ -869,8 +743,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
         (join(marca), join(modelo), versao)
     });
     let (marca, modelo, versao) = (marca?, modelo?, versao?);
-    // One chunk (a load orders the export's row groups as they were read).
-    let ano = df.column("ano")?.i32()?.rechunk();
+    let ano = df.column("ano")?.i32()?;
     if id_rank.len() != df.height() {
         polars_bail!(ComputeError: "the id ranks are not the frame's rows");
     }
