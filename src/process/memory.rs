@@ -24,8 +24,9 @@ static LOADS: Mutex<()> = Mutex::new(());
 /// Whether the load running now returns its free pages between phases (see [`between_phases`]).
 static RELEASE_BETWEEN_PHASES: AtomicBool = AtomicBool::new(false);
 
-/// Runs `load` with freed memory kept for reuse, then returns every free page to the OS. For a
-/// first load: nothing else is in memory, so the peak is the load's own.
+/// Runs `load` with freed memory kept for reuse, then returns every free page to the OS (on a
+/// thread of its own: nothing waits for it). For a first load: nothing else is in memory, so the
+/// peak is the load's own.
 pub fn during_load<T>(load: impl FnOnce() -> T) -> T {
     deferring(false, load)
 }
@@ -45,11 +46,27 @@ fn deferring<T>(release_between_phases: bool, load: impl FnOnce() -> T) -> T {
     let previous = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, DEFERRED) };
     let out = load();
-    unsafe {
-        libmimalloc_sys::mi_collect(true);
-        libmimalloc_sys::mi_option_set(PURGE_DELAY, previous);
-    }
+    // SAFETY: as above.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, previous) };
     RELEASE_BETWEEN_PHASES.store(false, Ordering::Relaxed);
+    if release_between_phases {
+        // A reload: the served snapshot is in memory beside the new one; return the pages now.
+        // SAFETY: `mi_collect` only frees memory no allocation refers to.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    } else {
+        // A first load: its free pages are returned on a thread of their own (unmapping a
+        // 10M-row load's gigabytes takes some 150 ms), so the service starts listening
+        // meanwhile. A forced collection purges every arena's scheduled pages, whatever thread
+        // freed them.
+        let spawned = std::thread::Builder::new().name("eco-release".into()).spawn(|| {
+            // SAFETY: as above.
+            unsafe { libmimalloc_sys::mi_collect(true) }
+        });
+        if spawned.is_err() {
+            // SAFETY: as above.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+        }
+    }
     out
 }
 

@@ -177,6 +177,63 @@ impl Views {
 
     /// Runs the views over `catalog` and returns the collected final view.
     pub fn apply(&self, catalog: LazyFrame) -> Result<DataFrame> {
+        let (view, has_id) = self.plan(catalog)?;
+        collected(view.select(served(has_id, true)))
+    }
+
+    /// [`Views::apply`] over a collected catalog, on every core: when the views compute each
+    /// row from that row alone (only elementwise expressions over the catalog, as shipped), the
+    /// derived columns are computed by parts of the rows side by side and put together, and the
+    /// catalog's own columns are taken from the whole (as the views leave them). Views that are
+    /// not row by row (an aggregate, a window, a sort, a join, a filter) run over the whole
+    /// catalog at once. Either way, the frame [`Views::apply`] gives.
+    pub fn apply_frame(&self, catalog: &DataFrame) -> Result<DataFrame> {
+        let parts = (PARTS_PER_THREAD * rayon::current_num_threads()).max(catalog.height().div_ceil(PART_ROWS));
+        if catalog.height() < PARALLEL_MIN_ROWS || parts < 2 {
+            return self.apply(catalog.clone().lazy());
+        }
+        let (view, has_id) = self.plan(catalog.clone().lazy())?;
+        let derived: Vec<Expr> = DERIVED_COLUMNS.iter().map(|c| col(*c)).collect();
+        if !row_by_row(view.clone().select(derived.clone())) {
+            tracing::debug!("the views are not row by row: computed over the whole catalog");
+            return collected(view.select(served(has_id, true)));
+        }
+        tracing::debug!(parts, "the views computed by parts of the rows");
+        let rows = catalog.height();
+        let bounds: Vec<(i64, usize)> = (0..parts)
+            .map(|k| (rows * k / parts, rows * (k + 1) / parts))
+            .filter(|(start, end)| end > start)
+            .map(|(start, end)| (start as i64, end - start))
+            .collect();
+        let part = |&(start, len): &(i64, usize)| -> Result<DataFrame> {
+            let (view, _) = self.plan(catalog.slice(start, len).lazy())?;
+            collected(view.select(derived.clone()))
+        };
+        let (own, pieces) = rayon::join(
+            || collected(view.clone().select(served(has_id, false))),
+            || {
+                use rayon::prelude::*;
+                bounds.par_iter().map(part).collect::<Result<Vec<DataFrame>>>()
+            },
+        );
+        let (mut df, pieces) = (own?, pieces?);
+        if pieces.iter().zip(&bounds).any(|(piece, (_, len))| piece.height() != *len) {
+            // Not one row per catalog row after all (e.g. a view of constants only).
+            return collected(view.select(served(has_id, true)));
+        }
+        let mut pieces = pieces.into_iter();
+        let Some(mut derived) = pieces.next() else { bail!("no part of the views was computed") };
+        for piece in pieces {
+            derived.vstack_mut_owned(piece)?;
+        }
+        df.hstack_mut(derived.columns())?;
+        df.rechunk_mut_par();
+        Ok(df)
+    }
+
+    /// The final view over `catalog`, checked to have the derived columns, and whether it has
+    /// the id column.
+    fn plan(&self, catalog: LazyFrame) -> Result<(LazyFrame, bool)> {
         let mut ctx = SQLContext::new().with_function_registry(super::publish::sql_functions());
         ctx.register("catalog", catalog);
         for (file, stmt) in &self.statements {
@@ -192,16 +249,52 @@ impl Views {
                 bail!("the view {FINAL_VIEW} has no column {name}");
             }
         }
-        // Only the served columns are computed: the views' intermediate columns are pruned from
-        // the plan, never materialised.
-        let mut served: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + DERIVED_COLUMNS.len() + 1);
-        if schema.contains(ID) {
-            served.push(col(ID));
+        Ok((view, schema.contains(ID)))
+    }
+}
+
+/// The served columns of the final view: the id (when it has one), the catalog's columns and,
+/// with `derived`, the derived ones. Only those are computed: the views' intermediate columns are
+/// pruned from the plan, never materialised.
+fn served(has_id: bool, derived: bool) -> Vec<Expr> {
+    let id = has_id.then_some(ID);
+    let derived = DERIVED_COLUMNS.iter().copied().filter(|_| derived);
+    id.into_iter().chain(COLUMNS.iter().map(|c| c.name)).chain(derived).map(col).collect()
+}
+
+fn collected(view: LazyFrame) -> Result<DataFrame> {
+    anyhow::Context::context(view.collect(), "error while computing the views")
+}
+
+/// Catalogs below this many rows run the views in one piece (splitting costs more than it buys).
+const PARALLEL_MIN_ROWS: usize = 65_536;
+
+/// The most rows of a part when the views run by parts: each part's intermediate columns are
+/// freed before the next part starts, which reuses their memory instead of faulting fresh pages.
+const PART_ROWS: usize = 512 * 1024;
+
+/// Parts of the rows per core when the views run by parts: more parts than cores, so a core that
+/// finishes early takes another.
+const PARTS_PER_THREAD: usize = 2;
+
+/// Whether a plan computes each output row from the same input row alone: after optimisation,
+/// only projections whose every expression is elementwise, down to the in-memory catalog.
+/// Such a plan over parts of the rows, put together, equals the plan over all of them.
+fn row_by_row(plan: LazyFrame) -> bool {
+    use polars_plan::plans::{is_elementwise_rec, IR};
+    let Ok(ir) = plan.to_alp_optimized() else { return false };
+    let elementwise = |exprs: &[polars_plan::prelude::expr_ir::ExprIR]| {
+        exprs.iter().all(|e| is_elementwise_rec(e.node(), &ir.expr_arena))
+    };
+    let mut node = ir.lp_top;
+    loop {
+        match ir.lp_arena.get(node) {
+            IR::Select { input, expr, .. } if elementwise(expr) => node = *input,
+            IR::HStack { input, exprs, .. } if elementwise(exprs) => node = *input,
+            IR::SimpleProjection { input, .. } => node = *input,
+            IR::DataFrameScan { .. } => return true,
+            _ => return false,
         }
-        served.extend(COLUMNS.iter().map(|c| col(c.name)));
-        served.extend(DERIVED_COLUMNS.iter().map(|c| col(*c)));
-        let df = view.select(served).collect();
-        anyhow::Context::context(df, "error while computing the views")
     }
 }
 
@@ -300,6 +393,66 @@ mod tests {
         assert_eq!(Views::read(&dir, &CostConfig::default()).unwrap().digest, v.digest);
         let err = v.apply(df!("a" => [1]).unwrap().lazy()).unwrap_err();
         assert!(err.to_string().contains("has no column"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn catalog(rows: usize, seed: u64) -> DataFrame {
+        let raw = crate::sample::generate_catalog(rows, seed).unwrap();
+        super::super::load::prepare(raw).unwrap().0
+    }
+
+    fn shipped() -> Views {
+        Views::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &CostConfig::default()).unwrap()
+    }
+
+    /// The shipped views are row by row: computed by parts of the rows, they give the frame
+    /// computed over the whole catalog, column for column.
+    #[test]
+    fn views_by_parts_equal_the_whole() {
+        let catalog = catalog(PARALLEL_MIN_ROWS * 2 + 123, 5);
+        let views = shipped();
+        let (view, _) = views.plan(catalog.clone().lazy()).unwrap();
+        let derived: Vec<Expr> = DERIVED_COLUMNS.iter().map(|c| col(*c)).collect();
+        assert!(row_by_row(view.select(derived)));
+        let whole = views.apply(catalog.clone().lazy()).unwrap();
+        let by_parts = views.apply_frame(&catalog).unwrap();
+        assert_eq!(by_parts.get_column_names(), whole.get_column_names());
+        assert!(by_parts.equals_missing(&whole));
+        let scores = by_parts.column("eco_score").unwrap();
+        assert!(scores.null_count() < scores.len() / 2, "the parts computed scores");
+    }
+
+    /// Views with a statement that is not row by row (a window over each brand's rows) are
+    /// computed over the whole catalog: a part's brand maximum is not the catalog's.
+    #[test]
+    fn views_that_read_other_rows_run_over_the_whole_catalog() {
+        let dir = std::env::temp_dir().join(format!("eco-views-window-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(concat!(env!("CARGO_MANIFEST_DIR"), "/queries/parametros.toml"), dir.join("parametros.toml"))
+            .unwrap();
+        let derived = DERIVED_COLUMNS
+            .iter()
+            .map(|c| match *c {
+                "eco_score" => {
+                    "co2_fossil_g_km - MAX(co2_fossil_g_km) OVER (PARTITION BY marca) AS eco_score".to_string()
+                }
+                "eco_faixa" => "'x' AS eco_faixa".to_string(),
+                other => format!("1.0 AS {other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ");
+        std::fs::write(dir.join("01.sql"), format!("CREATE TABLE vw_eco_score AS SELECT *, {derived} FROM catalog;"))
+            .unwrap();
+        let views = Views::read(&dir, &CostConfig::default()).unwrap();
+        let catalog = catalog(PARALLEL_MIN_ROWS * 2, 6);
+        let (view, _) = views.plan(catalog.clone().lazy()).unwrap();
+        assert!(!row_by_row(view.select([col("eco_score")])));
+        let whole = views.apply(catalog.clone().lazy()).unwrap();
+        assert!(views.apply_frame(&catalog).unwrap().equals_missing(&whole));
+        // Over the first half alone, some brand's maximum differs: parts would have been wrong.
+        let half = views.apply(catalog.slice(0, catalog.height() / 2).lazy()).unwrap();
+        let first = whole.column("eco_score").unwrap().as_materialized_series().slice(0, half.height());
+        assert!(!half.column("eco_score").unwrap().as_materialized_series().equals_missing(&first));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
