@@ -41,33 +41,57 @@ pub fn during_reload<T>(load: impl FnOnce() -> T) -> T {
 fn deferring<T>(release_between_phases: bool, load: impl FnOnce() -> T) -> T {
     let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
     RELEASE_BETWEEN_PHASES.store(release_between_phases, Ordering::Relaxed);
-    // SAFETY: mimalloc options are process-wide integers; reading and setting them is
-    // thread-safe, and `mi_collect` only frees memory no allocation refers to.
-    let previous = unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) };
+    let normal = *NORMAL_PURGE_DELAY.get_or_init(|| {
+        // SAFETY: mimalloc options are process-wide integers; reading and setting them is
+        // thread-safe.
+        unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) }
+    });
+    // SAFETY: as above.
     unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, DEFERRED) };
     let out = load();
-    // SAFETY: as above.
-    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, previous) };
     RELEASE_BETWEEN_PHASES.store(false, Ordering::Relaxed);
     if release_between_phases {
         // A reload: the served snapshot is in memory beside the new one; return the pages now.
-        // SAFETY: `mi_collect` only frees memory no allocation refers to.
-        unsafe { libmimalloc_sys::mi_collect(true) };
+        collect_everywhere(normal);
     } else {
         // A first load: its free pages are returned on a thread of their own (unmapping a
         // 10M-row load's gigabytes takes some 150 ms), so the service starts listening
-        // meanwhile. A forced collection purges every arena's scheduled pages, whatever thread
-        // freed them.
-        let spawned = std::thread::Builder::new().name("eco-release".into()).spawn(|| {
-            // SAFETY: as above.
-            unsafe { libmimalloc_sys::mi_collect(true) }
-        });
-        if spawned.is_err() {
-            // SAFETY: as above.
-            unsafe { libmimalloc_sys::mi_collect(true) };
+        // meanwhile. The purge delay stays deferred until then: the pages scheduled under it
+        // are only purged while it is.
+        let release = move || {
+            let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
+            collect_everywhere(normal);
+        };
+        drop(_one);
+        if let Err(e) = std::thread::Builder::new().name("eco-release".into()).spawn(release) {
+            tracing::warn!("cannot start the thread returning the load's free memory: {e}");
+            let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
+            collect_everywhere(normal);
         }
     }
     out
+}
+
+/// The purge delay outside loads, as mimalloc had it before the first.
+static NORMAL_PURGE_DELAY: std::sync::OnceLock<libc::c_long> = std::sync::OnceLock::new();
+
+/// Returns every free page to the OS: the pages freed on the threads of both pools (a page
+/// freed by another thread than the one that allocated it stays with its owner until that thread
+/// collects: the parts of a load's views are computed on the pools' threads and freed on this
+/// one), then every arena's; then the purge delay is set back to `normal_purge_delay`.
+fn collect_everywhere(normal_purge_delay: libc::c_long) {
+    // SAFETY: mimalloc options are process-wide integers, and `mi_collect` only frees memory no
+    // allocation refers to. Pages scheduled for purging are only purged under a purge delay
+    // (none is with a delay of 0): the delay is deferred while they are collected.
+    unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, DEFERRED) };
+    let collect = |_: rayon::BroadcastContext<'_>| unsafe { libmimalloc_sys::mi_collect(true) };
+    rayon::broadcast(collect);
+    polars_core::runtime::RAYON.install(|| rayon::broadcast(collect));
+    // SAFETY: as above.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+        libmimalloc_sys::mi_option_set(PURGE_DELAY, normal_purge_delay);
+    }
 }
 
 /// Turns transparent huge pages off for this process (`PR_SET_THP_DISABLE`; mimalloc otherwise
