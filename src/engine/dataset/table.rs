@@ -586,6 +586,16 @@ fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
         DataType::Float64 => gather_numeric(series.f64()?, order).into_series(),
         DataType::Int32 => gather_numeric(series.i32()?, order).into_series(),
         DataType::UInt32 => gather_numeric(series.u32()?, order).into_series(),
+        // Dictionary-encoded text: its codes gathered like numbers, under the same dictionary.
+        dtype @ DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
+            let codes = series.to_physical_repr();
+            let codes = gather_numeric(codes.u32()?, order).with_name(series.name().clone());
+            // SAFETY: the codes are the column's own, under its own dictionary.
+            unsafe {
+                CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone())
+            }
+            .into_series()
+        }
         _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order)),
     };
     Ok(out.into_column())
@@ -924,6 +934,7 @@ impl Cols {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::dataset::schema;
 
     #[test]
     fn numeric_columns_are_gathered_with_their_nulls_like_polars_take() {
@@ -934,6 +945,12 @@ mod tests {
             Column::new("i".into(), [None, Some(7i32), Some(-3), None, Some(0)]),
             Column::new("u".into(), [5u32, 4, 3, 2, 1]),
             Column::new("s".into(), [Some("a"), None, Some("c"), Some("d"), Some("e")]),
+            // Dictionary-encoded text, as loaded: its codes gathered under the same dictionary.
+            schema::dictionary_encode_as(
+                &Column::new("d".into(), [Some("x"), Some("y"), None, Some("x"), Some("z")]),
+                schema::dictionary_dtype(),
+            )
+            .unwrap(),
         ];
         for c in &columns {
             let ours = gather(c, &order).unwrap();
@@ -958,6 +975,14 @@ mod tests {
                 Series::new("s".into(), [Some(long(0)), None]),
                 Series::new("s".into(), [Some("short".to_string()), Some(long(3)), Some(long(4))]),
             ),
+            {
+                let dtype = schema::dictionary_dtype();
+                let part = |values: &[Option<&str>]| {
+                    let c = Column::new("d".into(), values);
+                    schema::dictionary_encode_as(&c, dtype.clone()).unwrap().take_materialized_series()
+                };
+                chunked(part(&[Some("b"), None]), part(&[Some("a"), Some("b"), Some("c")]))
+            },
         ];
         for c in &columns {
             let ours = gather(c, &order).unwrap();
