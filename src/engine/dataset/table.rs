@@ -16,7 +16,7 @@ use super::formula::Casas;
 use super::publish::round_published;
 use super::schema::{dictionary_encode, parse_uuids, text_codes, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
-use super::text_index::{Matcher, TextIndex, TextValues};
+use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
 
 /// A dataset-only value, or why it could not be computed.
 type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
@@ -339,11 +339,12 @@ impl Table {
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let _ = frame.drop_in_place(ID)?;
-        let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
+        // The band is encoded before it is put in order: its codes are gathered like numbers.
         if frame.column("eco_faixa")?.dtype().is_string() {
             let band = dictionary_encode(frame.column("eco_faixa")?)?;
             frame.with_column(band)?;
         }
+        let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
         let mut frame = frame.with_row_index(ROW.into(), None)?;
         tracing::debug!(ms = ms(t), "catalog order");
@@ -351,7 +352,7 @@ impl Table {
         let index = TextIndex::build(&frame, &identity)?;
         drop(identity);
         tracing::debug!(ms = ms(t), "text index");
-        let eco_order = positions(&mut frame, &index, casas.eco_score)?;
+        let eco_order = positions(&mut frame, &index, &by_id, casas.eco_score)?;
         tracing::debug!(ms = ms(t), "positions");
         let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
         let cols = Cols::new(&frame)?;
@@ -591,10 +592,8 @@ fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
             let codes = series.to_physical_repr();
             let codes = gather_numeric(codes.u32()?, order).with_name(series.name().clone());
             // SAFETY: the codes are the column's own, under its own dictionary.
-            unsafe {
-                CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone())
-            }
-            .into_series()
+            unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
+                .into_series()
         }
         _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order)),
     };
@@ -633,20 +632,240 @@ fn parse_ids(view: &DataFrame) -> PolarsResult<Vec<Uuid>> {
 
 /// Adds the eco-score positions (competition ranking, best = 1: ties on the published score
 /// share the lowest position) overall, within the categoria and within the combustivel_tipo, and
-/// the percentile 100 × (N − global) / (N − 1) (100 when N = 1). One pass over the rows ordered
-/// by score; that order (score descending, id ascending) is returned for reuse.
-fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> PolarsResult<Vec<u32>> {
-    use polars_arrow::bitmap::MutableBitmap;
-    let n = frame.height();
+/// the percentile 100 × (N − global) / (N − 1) (100 when N = 1). The order of the scored rows
+/// (score descending, id ascending) is returned for reuse. `by_id` lists the rows by id.
+fn positions(frame: &mut DataFrame, index: &TextIndex, by_id: &[u32], casas_eco_score: u32) -> PolarsResult<Vec<u32>> {
     // The scores and id ranks read in place (one chunk each: the table's columns are gathered
     // into one), nothing copied per row but the sort keys.
     let scores = frame.column("eco_score")?.cast(&DataType::Float64)?;
     let scores = scores.f64()?.rechunk();
     let scores_array = scores.downcast_as_array();
-    let (score, scored_at) = (scores_array.values().as_slice(), scores_array.validity());
+    let score = Scores { values: scores_array.values().as_slice(), valid: scores_array.validity() };
+    let groups = [group_codes(index, "categoria")?, group_codes(index, "combustivel_tipo")?];
+    let counted = match score_levels(&score, COUNTED_LEVELS) {
+        Some(levels) => positions_counted(&score, &levels, &groups, by_id, casas_eco_score),
+        None => None,
+    };
+    let ranked = match counted {
+        Some(ranked) => ranked,
+        None => {
+            let id_rank_column = frame.column(ID_RANK)?.u32()?.rechunk();
+            let id_rank = id_rank_column.downcast_as_array().values().as_slice();
+            positions_sorted(&score, id_rank, &groups, casas_eco_score)
+        }
+    };
+    drop(scores);
+    let Ranked { order, global, percentil, within: [categoria, combustivel] } = ranked;
+    frame.with_column(global.with_name("posicao_global".into()).into_column())?;
+    frame.with_column(categoria.with_name("posicao_categoria".into()).into_column())?;
+    frame.with_column(combustivel.with_name("posicao_combustivel".into()).into_column())?;
+    frame.with_column(percentil.with_name("percentil".into()).into_column())?;
+    Ok(order)
+}
+
+/// The most distinct published scores whose positions are counted per score (as shipped, a
+/// score has one decimal: at most 1,001 of them); beyond, the rows are sorted.
+const COUNTED_LEVELS: usize = 1 << 16;
+
+/// The most cells (groups × distinct scores) of a group's count table.
+const COUNTED_CELLS: usize = 1 << 24;
+
+/// The eco scores of a table's rows: a value per row, valid where there is a score.
+struct Scores<'a> {
+    values: &'a [f64],
+    valid: Option<&'a Bitmap>,
+}
+
+impl Scores<'_> {
+    fn at(&self, row: usize) -> Option<f64> {
+        self.valid.is_none_or(|v| v.get_bit(row)).then(|| self.values[row])
+    }
+}
+
+/// The group code of each row (`None` for a null) and the number of codes.
+fn group_codes<'a>(index: &'a TextIndex, column: &str) -> PolarsResult<(&'a TextColumn, usize)> {
+    let c = index.column(column).ok_or_else(|| polars_err!(ComputeError: "no {column} index"))?;
+    Ok((c, c.values().len()))
+}
+
+/// The positions of every row and the order of the scored ones.
+struct Ranked {
+    order: Vec<u32>,
+    global: UInt32Chunked,
+    percentil: Float64Chunked,
+    within: [UInt32Chunked; 2],
+}
+
+/// The level of each row's score (0 = the best score; `u32::MAX` without a score) and the
+/// number of levels: `None` with more than `limit` distinct scores, or a NaN (which ties with
+/// nothing, not even another NaN).
+fn score_levels(score: &Scores, limit: usize) -> Option<(Vec<u32>, usize)> {
+    use rayon::prelude::*;
+    let n = score.values.len();
+    let part = (n / (4 * rayon::current_num_threads())).max(1 << 16);
+    let distinct = (0..n.div_ceil(part))
+        .into_par_iter()
+        .map(|k| {
+            let mut seen: PlHashSet<u64> = PlHashSet::new();
+            for row in k * part..((k + 1) * part).min(n) {
+                match score.at(row) {
+                    Some(v) if v.is_nan() => return None,
+                    // -0.0 and 0.0 are the same score.
+                    Some(v) => drop(seen.insert((v + 0.0).to_bits())),
+                    None => {}
+                }
+                if seen.len() > limit {
+                    return None;
+                }
+            }
+            Some(seen)
+        })
+        .try_reduce(PlHashSet::new, |mut a, b| {
+            a.extend(b);
+            (a.len() <= limit).then_some(a)
+        })?;
+    let mut best_first: Vec<f64> = distinct.into_iter().map(f64::from_bits).collect();
+    best_first.sort_unstable_by(|a, b| b.total_cmp(a));
+    let level_of: PlHashMap<u64, u32> = best_first.iter().enumerate().map(|(l, v)| (v.to_bits(), l as u32)).collect();
+    let levels =
+        (0..n).into_par_iter().map(|row| score.at(row).map_or(u32::MAX, |v| level_of[&(v + 0.0).to_bits()])).collect();
+    Some((levels, best_first.len()))
+}
+
+/// Positions counted per score level: how many rows (of the table, of a group) have each score,
+/// then each row's position read from those counts; the order of the scored rows is the rows
+/// by id, placed by their level. `None` when a group's count table would be too large.
+fn positions_counted(
+    score: &Scores,
+    (levels, count): &(Vec<u32>, usize),
+    groups: &[(&TextColumn, usize); 2],
+    by_id: &[u32],
+    casas_eco_score: u32,
+) -> Option<Ranked> {
+    use polars_arrow::bitmap::MutableBitmap;
+    use rayon::prelude::*;
+    let (n, count) = (levels.len(), *count);
+    if groups.iter().any(|(_, codes)| codes.saturating_mul(count) > COUNTED_CELLS) {
+        return None;
+    }
+    // Rows of each level, overall and per group, counted by parts of the rows side by side.
+    let part = (n / (4 * rayon::current_num_threads())).max(1 << 16);
+    let cells = |(_, codes): &(&TextColumn, usize)| codes * count;
+    let counts = (0..n.div_ceil(part))
+        .into_par_iter()
+        .map(|k| {
+            let mut overall = vec![0u32; count];
+            let mut within = [vec![0u32; cells(&groups[0])], vec![0u32; cells(&groups[1])]];
+            let start = k * part;
+            for (row, &level) in levels.iter().enumerate().take(((k + 1) * part).min(n)).skip(start) {
+                if level == u32::MAX {
+                    continue;
+                }
+                overall[level as usize] += 1;
+                for ((column, _), table) in groups.iter().zip(&mut within) {
+                    if let Some(code) = column.code_at(row as u32) {
+                        table[code as usize * count + level as usize] += 1;
+                    }
+                }
+            }
+            (overall, within)
+        })
+        .reduce(
+            || (vec![0u32; count], [vec![0u32; cells(&groups[0])], vec![0u32; cells(&groups[1])]]),
+            |(mut a, mut aw), (b, bw)| {
+                a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+                for (t, u) in aw.iter_mut().zip(&bw) {
+                    t.iter_mut().zip(u).for_each(|(x, y)| *x += y);
+                }
+                (a, aw)
+            },
+        );
+    let (overall, within) = counts;
+    // A level's position: one more than the rows of better levels (before it, as counted).
+    let first_positions = |counts: &[u32]| -> Vec<u32> {
+        let mut before = 0u32;
+        // (No chunk at all without a score: `count` is 0 and so are the tables.)
+        counts
+            .chunks(count.max(1))
+            .flat_map(|group| {
+                before = 0;
+                group
+                    .iter()
+                    .map(|c| {
+                        let p = before + 1;
+                        before += c;
+                        p
+                    })
+                    .collect::<Vec<u32>>()
+            })
+            .collect()
+    };
+    let global_at = first_positions(&overall);
+    let within_at = [first_positions(&within[0]), first_positions(&within[1])];
+    let scored: u32 = overall.iter().sum();
+    let percentil_at: Vec<f64> = global_at
+        .iter()
+        .map(|&p| match scored {
+            1 => 100.0,
+            _ => round_published(100.0 * (scored as f64 - p as f64) / (scored as f64 - 1.0), casas_eco_score),
+        })
+        .collect();
+    // Each row's positions, read from its level.
+    let scored_rows: Option<Bitmap> = score.valid.cloned();
+    let global: Vec<u32> = levels.par_iter().map(|&l| if l == u32::MAX { 0 } else { global_at[l as usize] }).collect();
+    let percentil: Vec<f64> =
+        levels.par_iter().map(|&l| if l == u32::MAX { 0.0 } else { percentil_at[l as usize] }).collect();
+    let group_positions = |g: usize| -> UInt32Chunked {
+        let (column, _) = groups[g];
+        let at = &within_at[g];
+        let values: Vec<u32> = (0..n)
+            .into_par_iter()
+            .map(|row| match (levels[row], column.code_at(row as u32)) {
+                (l, Some(code)) if l != u32::MAX => at[code as usize * count + l as usize],
+                _ => 0,
+            })
+            .collect();
+        let mut valid = MutableBitmap::from_len_zeroed(n);
+        for (row, &l) in levels.iter().enumerate() {
+            if l != u32::MAX && column.code_at(row as u32).is_some() {
+                valid.set(row, true);
+            }
+        }
+        UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, values, Some(valid.into()))
+    };
+    let (categoria, combustivel) = rayon::join(|| group_positions(0), || group_positions(1));
+    // The scored rows by score (best first), then id: the rows by id, each placed after the
+    // rows of better levels and the rows of its level seen before it.
+    let mut next: Vec<u32> = global_at.iter().map(|p| p - 1).collect();
+    let mut order = vec![0u32; scored as usize];
+    for &row in by_id {
+        let level = levels[row as usize];
+        if level != u32::MAX {
+            let slot = &mut next[level as usize];
+            order[*slot as usize] = row;
+            *slot += 1;
+        }
+    }
+    Some(Ranked {
+        order,
+        global: UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, global, scored_rows.clone()),
+        percentil: Float64Chunked::from_vec_validity(PlSmallStr::EMPTY, percentil, scored_rows),
+        within: [categoria, combustivel],
+    })
+}
+
+/// Positions by sorting the scored rows (score descending, id rank ascending), then one pass
+/// over them per ranking: for any scores.
+fn positions_sorted(
+    score: &Scores,
+    id_rank: &[u32],
+    groups: &[(&TextColumn, usize); 2],
+    casas_eco_score: u32,
+) -> Ranked {
+    use polars_arrow::bitmap::MutableBitmap;
+    let n = score.values.len();
+    let (values, scored_at) = (score.values, score.valid);
     let is_scored = |r: usize| scored_at.is_none_or(|v| v.get_bit(r));
-    let id_rank_column = frame.column(ID_RANK)?.u32()?.rechunk();
-    let id_rank = id_rank_column.downcast_as_array().values().as_slice();
     // One integer key per scored row: the score descending (its total order as an integer,
     // inverted), the id rank, then the row itself (never decisive: id ranks are unique).
     let descending = |score: f64| -> u128 {
@@ -656,7 +875,7 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
     };
     let mut keyed: Vec<u128> = (0..n)
         .filter(|&r| is_scored(r))
-        .map(|r| descending(score[r]) << 64 | (id_rank[r] as u128) << 32 | r as u128)
+        .map(|r| descending(values[r]) << 64 | (id_rank[r] as u128) << 32 | r as u128)
         .collect();
     keyed.par_sort_unstable();
     let order: Vec<u32> = keyed.iter().map(|&k| k as u32).collect();
@@ -664,15 +883,14 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
     let scored = order.len();
     // A position is null where the score is (and, within a group, where the group is).
     let scored_rows: Option<Bitmap> = scored_at.cloned();
-    let group = |column: &str| -> PolarsResult<UInt32Chunked> {
-        let c = index.column(column).ok_or_else(|| polars_err!(ComputeError: "no {column} index"))?;
+    let group = |(c, codes): &(&TextColumn, usize)| -> UInt32Chunked {
         let mut out = vec![0u32; n];
         let mut valid = MutableBitmap::from_len_zeroed(n);
         // Per code: members seen so far, and the last score with its position.
-        let mut seen: Vec<(u32, f64, u32)> = vec![(0, f64::NAN, 0); c.values().len()];
+        let mut seen: Vec<(u32, f64, u32)> = vec![(0, f64::NAN, 0); *codes];
         for &r in &order {
             let Some(code) = c.code_at(r) else { continue };
-            let value = score[r as usize];
+            let value = values[r as usize];
             let entry = &mut seen[code as usize];
             entry.0 += 1;
             if entry.1 != value {
@@ -682,14 +900,14 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
             out[r as usize] = entry.2;
             valid.set(r as usize, true);
         }
-        Ok(UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, out, Some(valid.into())))
+        UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, out, Some(valid.into()))
     };
     let overall = || {
         let mut global = vec![0u32; n];
         let mut percentil = vec![0f64; n];
         let (mut last, mut position) = (f64::NAN, 0u32);
         for (i, &r) in order.iter().enumerate() {
-            let value = score[r as usize];
+            let value = values[r as usize];
             if value != last {
                 last = value;
                 position = i as u32 + 1;
@@ -708,15 +926,8 @@ fn positions(frame: &mut DataFrame, index: &TextIndex, casas_eco_score: u32) -> 
     };
     // The three passes are independent: they run side by side.
     let ((global, percentil), (categoria, combustivel)) =
-        rayon::join(overall, || rayon::join(|| group("categoria"), || group("combustivel_tipo")));
-    let (categoria, combustivel) = (categoria?, combustivel?);
-    drop(id_rank_column);
-    drop(scores);
-    frame.with_column(global.with_name("posicao_global".into()).into_column())?;
-    frame.with_column(categoria.with_name("posicao_categoria".into()).into_column())?;
-    frame.with_column(combustivel.with_name("posicao_combustivel".into()).into_column())?;
-    frame.with_column(percentil.with_name("percentil".into()).into_column())?;
-    Ok(order)
+        rayon::join(overall, || rayon::join(|| group(&groups[0]), || group(&groups[1])));
+    Ranked { order, global, percentil, within: [categoria, combustivel] }
 }
 
 /// The catalog order as a permutation of the rows: marca, modelo, versao (byte order), ano
@@ -1030,6 +1241,79 @@ mod tests {
         assert_eq!(catalog_permutation(&df, &[5, 4, 3, 2, 1, 0], &[5, 4, 3, 2, 1, 0]).unwrap(), [5, 3, 4, 2, 1, 0]);
     }
 
+    /// Positions counted per score level equal positions by sorting the rows, on scores with
+    /// ties, nulls and rows without a group; with more distinct scores than the limit, the
+    /// counted path declines.
+    #[test]
+    fn counted_positions_equal_sorted_positions() {
+        let n = 20_000usize;
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let scores: Vec<Option<f64>> =
+            (0..n).map(|_| (next() % 10 != 0).then(|| (next() % 1001) as f64 / 10.0)).collect();
+        let categoria: Vec<Option<String>> =
+            (0..n).map(|_| (next() % 20 != 0).then(|| format!("c{}", next() % 7))).collect();
+        let combustivel: Vec<String> = (0..n).map(|_| format!("f{}", next() % 4)).collect();
+        let mut by_id: Vec<u32> = (0..n as u32).collect();
+        for i in (1..n).rev() {
+            by_id.swap(i, (next() % (i as u64 + 1)) as usize);
+        }
+        let mut id_rank = vec![0u32; n];
+        for (k, &row) in by_id.iter().enumerate() {
+            id_rank[row as usize] = k as u32;
+        }
+        let mut df = df!(
+            "eco_score" => scores,
+            "categoria" => categoria,
+            "combustivel_tipo" => combustivel,
+            ID_RANK => id_rank.clone(),
+        )
+        .unwrap();
+        for (name, value) in [("marca", "m"), ("modelo", "x"), ("tipo_propulsao", "C"), ("transmissao_tipo", "M")] {
+            df.with_column(Column::new(name.into(), vec![value; n])).unwrap();
+        }
+        let index = TextIndex::build(&df, &(0..n as u32).collect::<Vec<_>>()).unwrap();
+        let column = df.column("eco_score").unwrap().f64().unwrap().rechunk();
+        let array = column.downcast_as_array();
+        let score = Scores { values: array.values().as_slice(), valid: array.validity() };
+        let groups = [group_codes(&index, "categoria").unwrap(), group_codes(&index, "combustivel_tipo").unwrap()];
+        let levels = score_levels(&score, COUNTED_LEVELS).unwrap();
+        assert!(levels.1 > 900, "scores with ties over most of 0-100");
+        let counted = positions_counted(&score, &levels, &groups, &by_id, 1).unwrap();
+        let sorted = positions_sorted(&score, &id_rank, &groups, 1);
+        assert_eq!(counted.order, sorted.order);
+        let same = |a: &UInt32Chunked, b: &UInt32Chunked| a.iter().eq(b.iter());
+        assert!(same(&counted.global, &sorted.global));
+        assert!(counted.percentil.iter().eq(sorted.percentil.iter()));
+        for (a, b) in counted.within.iter().zip(&sorted.within) {
+            assert!(same(a, b));
+            assert!(a.null_count() > n / 10, "rows without a score or a group have no position");
+        }
+        assert!(score_levels(&score, 100).is_none(), "more distinct scores than the limit");
+        // No score at all: no level, no position, an empty order.
+        let none = Scores { values: array.values().as_slice(), valid: Some(&Bitmap::new_zeroed(n)) };
+        let empty = score_levels(&none, COUNTED_LEVELS).unwrap();
+        assert_eq!(empty.1, 0);
+        let counted = positions_counted(&none, &empty, &groups, &by_id, 1).unwrap();
+        assert!(counted.order.is_empty());
+        assert_eq!(counted.global.null_count(), n);
+        assert_eq!(counted.within[0].null_count(), n);
+        assert_eq!(counted.percentil.null_count(), n);
+        // The table build takes the counted path here and gives the same columns.
+        let order = positions(&mut df, &index, &by_id, 1).unwrap();
+        assert_eq!(order, sorted.order);
+        assert!(df
+            .column("posicao_global")
+            .unwrap()
+            .as_materialized_series()
+            .equals_missing(&sorted.global.clone().with_name("posicao_global".into()).into_series()));
+    }
+
     #[test]
     fn positions_share_the_lowest_on_ties() {
         let df = df!(
@@ -1044,7 +1328,7 @@ mod tests {
             df.with_column(Column::new(name.into(), vec![value; 5])).unwrap();
         }
         let index = TextIndex::build(&df, &[0, 1, 2, 3, 4]).unwrap();
-        let order = positions(&mut df, &index, 1).unwrap();
+        let order = positions(&mut df, &index, &[4, 3, 2, 1, 0], 1).unwrap();
         assert_eq!(order, [1, 3, 0, 4], "score descending, then id");
         let read = |name: &str| -> Vec<Option<u32>> { df.column(name).unwrap().u32().unwrap().iter().collect() };
         assert_eq!(read("posicao_global"), [Some(2), Some(1), None, Some(2), Some(4)]);
