@@ -129,6 +129,30 @@ pub fn fuel_fold(df: &DataFrame) -> PolarsResult<Column> {
     Ok(folded.with_name(FUEL_FOLD.into()).into_column())
 }
 
+/// [`fuel_fold`] dictionary-encoded, as the load's other text columns are (the views compare
+/// it with literals: codes, not strings, compared per row): each dictionary entry folded once,
+/// then the codes mapped on every core.
+pub fn fuel_fold_encoded(df: &DataFrame) -> PolarsResult<Column> {
+    let TextValues::Dictionary(codes, mapping) = TextValues::of(df.column("combustivel_tipo")?)? else {
+        return schema::dictionary_encode(&fuel_fold(df)?);
+    };
+    let dtype = schema::dictionary_dtype();
+    let DataType::Categorical(_, folded) = &dtype else {
+        polars_bail!(ComputeError: "the dictionary type is not categorical");
+    };
+    let size = codes.max().map_or(0, |m| m as usize + 1);
+    let remap: Vec<u32> = (0..size as u32)
+        .map(|code| folded.insert_cat(&fold(mapping.cat_to_str(code).unwrap_or_default())))
+        .collect::<PolarsResult<_>>()?;
+    // Null rows keep their (unread) value; any value maps to a valid code.
+    let physical = codes.apply_values(|c| remap.get(c as usize).copied().unwrap_or_default());
+    // SAFETY: every code was returned by this dtype's own mapping.
+    let encoded = unsafe {
+        CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(physical.with_name(FUEL_FOLD.into()), dtype)
+    };
+    Ok(encoded.into_series().into_column())
+}
+
 /// The dataset version: the first 16 hex digits of a SHA-256 over everything an answer depends
 /// on — the export's bytes, the views' text and the cost configuration (API-CONTRACT §1).
 pub fn version_of(bytes: &[u8], views: &Views) -> String {
@@ -382,6 +406,12 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "schema checked");
     let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
 
+    // The float columns holding a NaN, found on every core.
+    let with_nan: Vec<&str> = {
+        use rayon::prelude::*;
+        let floats: Vec<&str> = COLUMNS.iter().filter(|c| c.kind == schema::Kind::Float).map(|c| c.name).collect();
+        floats.into_par_iter().filter(|name| has_nan(&raw, name)).collect()
+    };
     let mut exprs: Vec<Expr> = Vec::with_capacity(COLUMNS.len() + 1);
     if raw.column(ID).is_ok() {
         exprs.push(col(ID).cast(DataType::String));
@@ -397,7 +427,7 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
             if spec.kind == schema::Kind::Text && encoded { schema::dictionary_dtype() } else { spec.kind.canonical() };
         let mut e = col(spec.name).cast(dtype);
         // NaN is read as null; a column without NaN is passed through untouched (no copy).
-        if spec.kind == schema::Kind::Float && has_nan(&raw, spec.name) {
+        if with_nan.contains(&spec.name) {
             e = e.fill_nan(lit(NULL).cast(DataType::Float64));
         }
         exprs.push(e.alias(spec.name));
@@ -423,7 +453,7 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     }
 
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "columns typed");
-    let fuel = fuel_fold(&df).map_err(internal)?;
+    let fuel = fuel_fold_encoded(&df).map_err(internal)?;
     df.with_column(fuel).map_err(internal)?;
     // One chunk per column (a file holds a chunk per row group): the views' executor would
     // otherwise copy every column into one chunk itself, later in the load, when more is alive
@@ -602,6 +632,27 @@ mod tests {
     use crate::engine::dataset::formula::Casas;
     use crate::engine::dataset::table::Table;
     use crate::engine::views::CostConfig;
+
+    /// The encoded folded fuel holds the same text as the plain one, row for row, nulls
+    /// included, whether the fuel column is dictionary-encoded or plain.
+    #[test]
+    fn folded_fuel_encoded_reads_as_the_plain_fold() {
+        let fuels = [Some("ELÉTRICO"), Some("Eletrico"), None, Some("Flex"), Some("elétrico"), Some("GNV"), None];
+        let plain = DataFrame::new_infer_height(vec![Column::new("combustivel_tipo".into(), fuels)]).unwrap();
+        let encoded = schema::dictionary_encode(plain.column("combustivel_tipo").unwrap()).unwrap();
+        let encoded = DataFrame::new_infer_height(vec![encoded]).unwrap();
+        let expected: Vec<Option<String>> =
+            fuel_fold(&plain).unwrap().str().unwrap().iter().map(|v| v.map(str::to_string)).collect();
+        assert_eq!(expected[0].as_deref(), Some("eletrico"));
+        for df in [&encoded, &plain] {
+            let folded = fuel_fold_encoded(df).unwrap();
+            assert!(schema::is_dictionary_dtype(folded.dtype()));
+            assert_eq!(folded.name().as_str(), FUEL_FOLD);
+            let text = folded.cast(&DataType::String).unwrap();
+            let got: Vec<Option<String>> = text.str().unwrap().iter().map(|v| v.map(str::to_string)).collect();
+            assert_eq!(got, expected);
+        }
+    }
 
     /// A file of several read parts (and a last part shorter than the others) is read byte for
     /// byte; one over the limit is refused.
