@@ -148,7 +148,10 @@ pub fn fuel_fold_encoded(df: &DataFrame) -> PolarsResult<Column> {
     let physical = codes.apply_values(|c| remap.get(c as usize).copied().unwrap_or_default());
     // SAFETY: every code was returned by this dtype's own mapping.
     let encoded = unsafe {
-        CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(physical.with_name(FUEL_FOLD.into()), dtype)
+        CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(
+            physical.with_name(FUEL_FOLD.into()),
+            dtype,
+        )
     };
     Ok(encoded.into_series().into_column())
 }

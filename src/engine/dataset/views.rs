@@ -209,13 +209,17 @@ impl Views {
             let (view, _) = self.plan(catalog.slice(start, len).lazy())?;
             collected(view.select(derived.clone()))
         };
-        let (own, pieces) = rayon::join(
-            || collected(view.clone().select(served(has_id, false))),
-            || {
-                use rayon::prelude::*;
-                bounds.par_iter().map(part).collect::<Result<Vec<DataFrame>>>()
-            },
-        );
+        // On Polars' own pool, where each part's plan runs its expressions: a part waits for no
+        // other pool, and rayon's global pool stays free for the key orders computed meanwhile.
+        let (own, pieces) = polars_core::runtime::RAYON.install(|| {
+            rayon::join(
+                || collected(view.clone().select(served(has_id, false))),
+                || {
+                    use rayon::prelude::*;
+                    bounds.par_iter().map(part).collect::<Result<Vec<DataFrame>>>()
+                },
+            )
+        });
         let (mut df, pieces) = (own?, pieces?);
         if pieces.iter().zip(&bounds).any(|(piece, (_, len))| piece.height() != *len) {
             // Not one row per catalog row after all (e.g. a view of constants only).
