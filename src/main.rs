@@ -41,7 +41,7 @@ fn tune_allocator() {
         eco_insights::process::memory::without_transparent_huge_pages();
     }
 }
-use eco_insights::http::{AppState, Application};
+use eco_insights::http::{AppState, Prepared};
 use eco_insights::process::keys::Credentials;
 use eco_insights::process::keys_reload::{CredentialsReloader, FileStamp};
 
@@ -306,6 +306,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_limits(args.input_limits())
             .with_state(args.state_dir.clone().map(StateDir::new));
     let kept = args.state_dir.clone().map(StateDir::new);
+    let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
+    let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
+    let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
+    // The router and its OpenAPI document depend on no dataset: they are built on a thread of
+    // their own while the first load runs.
+    let router = std::thread::Builder::new().name("eco-router".into()).spawn({
+        let (state, limits) = (state.clone(), args.limits());
+        move || Prepared::new(state, limits)
+    });
     tracing::info!(file = %data.display(), "loading dataset");
     let loaded = match first_poll {
         Some(Err(why)) => Err(format!("the remote source cannot be read: {}", remote::mask_urls(&why))),
@@ -363,8 +372,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
-    let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
     let pg = eco_insights::pg::PgState {
         store: Arc::clone(&store),
         keys: Arc::clone(&keys),
@@ -380,11 +387,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tls: flight_tls,
     };
     prepare_sql_tables(Arc::clone(&store), Arc::clone(&sql));
-    let state = AppState::sharing(Arc::clone(&store), keys, sql);
+    let prepared = match router.map(|built| built.join()) {
+        Ok(Ok(prepared)) => prepared,
+        // Not started, or stopped: built here instead (a panic would repeat, and say why).
+        _ => Prepared::new(state.clone(), args.limits()),
+    };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
 
     let result = runtime.block_on(async move {
-        let app = Application::bind_with(&args.bind, state.clone(), args.limits()).await?;
+        let app = prepared.bind(&args.bind).await?;
         let addr = app.local_addr()?;
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");

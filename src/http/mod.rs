@@ -88,6 +88,28 @@ fn parts(state: AppState, limits: &limits::Limits) -> (Router, middleware::Front
     (router, front)
 }
 
+/// An application's router and limits, built before its address is bound: the router and its
+/// OpenAPI document depend on no dataset, so they can be built while the first one loads.
+pub struct Prepared {
+    router: Router,
+    front: middleware::Front,
+    limits: limits::Limits,
+}
+
+impl Prepared {
+    pub fn new(state: AppState, limits: limits::Limits) -> Prepared {
+        let (router, front) = parts(state, &limits);
+        Prepared { router, front, limits }
+    }
+
+    /// Binds `addr` (port 0 allowed).
+    pub async fn bind(self, addr: &str) -> anyhow::Result<Application> {
+        let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
+        let Prepared { router, front, limits } = self;
+        Ok(Application { listener, router, front, limits })
+    }
+}
+
 /// A bound, ready-to-serve application (port 0 allowed).
 pub struct Application {
     listener: TcpListener,
@@ -103,9 +125,7 @@ impl Application {
 
     /// Binds with the given limits.
     pub async fn bind_with(addr: &str, state: AppState, limits: limits::Limits) -> anyhow::Result<Application> {
-        let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
-        let (router, front) = parts(state, &limits);
-        Ok(Application { listener, router, front, limits })
+        Prepared::new(state, limits).bind(addr).await
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
