@@ -393,10 +393,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         _ => Prepared::new(state.clone(), args.limits()),
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
+    let log = &_log;
 
     let result = runtime.block_on(async move {
         let app = prepared.bind(&args.bind).await?;
         let addr = app.local_addr()?;
+        // The start-up's log lines (why no dataset serves, say) are written before the line a
+        // supervisor or a test waits for.
+        log.flush();
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
         if let Some(pg_bind) = &args.pg_bind {

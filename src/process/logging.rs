@@ -130,6 +130,14 @@ pub struct LogGuard {
     shared: Arc<Shared>,
 }
 
+impl LogGuard {
+    /// Writes out every line queued so far (e.g. the start-up's, before the service says it
+    /// listens: whoever waits for that line finds them written).
+    pub fn flush(&self) {
+        self.shared.write_out(&mut Vec::new());
+    }
+}
+
 impl Drop for LogGuard {
     fn drop(&mut self) {
         self.shared.closed.store(true, Ordering::Release);

@@ -271,6 +271,19 @@ impl TestApp {
         self.log.lock().unwrap().clone()
     }
 
+    /// The log so far once it holds `needle` (standard error is read on a thread of its own,
+    /// which may lag the answers), or after 5 s without it.
+    pub fn logs_holding(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let logs = self.logs();
+            if logs.contains(needle) || std::time::Instant::now() > deadline {
+                return logs;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
