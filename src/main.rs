@@ -238,7 +238,7 @@ impl Door {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Dropped last: writes out the log lines still queued.
-    let _log = eco_insights::process::logging::init(&args.log, args.log_format)?;
+    let log_guard = eco_insights::process::logging::init(&args.log, args.log_format)?;
     let pg_tls = pg_tls(&args)?;
     let flight_tls = flight_tls(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -393,7 +393,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         _ => Prepared::new(state.clone(), args.limits()),
     };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
-    let log = &_log;
+    let log = &log_guard;
 
     let result = runtime.block_on(async move {
         let app = prepared.bind(&args.bind).await?;

@@ -271,19 +271,6 @@ impl TestApp {
         self.log.lock().unwrap().clone()
     }
 
-    /// The log so far once it holds `needle` (standard error is read on a thread of its own,
-    /// which may lag the answers), or after 5 s without it.
-    pub fn logs_holding(&self, needle: &str) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        loop {
-            let logs = self.logs();
-            if logs.contains(needle) || std::time::Instant::now() > deadline {
-                return logs;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    }
-
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -390,4 +377,14 @@ pub fn round(x: f64, d: i32) -> f64 {
 /// Float comparison for published values.
 pub fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
+}
+
+/// Waits until the log mentions `needle` (a refusal reason); panics after 15 s. Standard error
+/// is read on a thread of its own, which may lag the service's answers.
+pub fn wait_for_log(app: &TestApp, needle: &str) {
+    let start = std::time::Instant::now();
+    while !app.logs().contains(needle) {
+        assert!(start.elapsed() < Duration::from_secs(15), "log never said {needle:?}:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

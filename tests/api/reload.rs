@@ -35,15 +35,6 @@ fn wait_for_new_version(app: &TestApp, old: &str) -> String {
     }
 }
 
-/// Waits until the log mentions `needle` (a refusal reason); panics after 15 s.
-fn wait_for_log(app: &TestApp, needle: &str) {
-    let start = Instant::now();
-    while !app.logs().contains(needle) {
-        assert!(start.elapsed() < Duration::from_secs(15), "log never said {needle:?}:\n{}", app.logs());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// A client loop that records every answer (version header → total) and every failure.
 struct Load {
     stop: Arc<AtomicBool>,

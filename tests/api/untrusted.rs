@@ -728,7 +728,6 @@ fn the_kept_dataset_is_the_last_accepted_one_and_a_damaged_copy_is_never_served(
     std::fs::write(&kept, &bytes).unwrap();
     let app = TestApp::serve(&temp_dir("state-newer-run"), &data, &args);
     assert_eq!(readyz(&app).0, 503);
-    let logs = app.logs_holding("SHA-256");
-    assert!(logs.contains("SHA-256"), "{logs}");
+    wait_for_log(&app, "SHA-256");
     let _ = std::fs::remove_dir_all(&dir);
 }

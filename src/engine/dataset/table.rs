@@ -980,35 +980,18 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
     let lexical_ranks = |values: &TextValues| -> Vec<u32> {
         match values {
             TextValues::Dictionary(codes, mapping) => {
-                // Every core: the codes in use, their strings sorted, each row's rank (a null
-                // ranks 0). A code only a null row holds is ranked too, harmlessly.
-                let codes = codes.rechunk();
-                let array = codes.downcast_as_array();
-                let (values, valid) = (array.values().as_slice(), array.validity());
-                let size = codes.max().map_or(0, |m| m as usize + 1);
-                let seen: Vec<bool> = values
-                    .par_chunks(1 << 16)
-                    .fold(
-                        || vec![false; size],
-                        |mut seen, part| {
-                            part.iter().filter(|&&c| (c as usize) < size).for_each(|&c| seen[c as usize] = true);
-                            seen
-                        },
-                    )
-                    .reduce(|| vec![false; size], |a, b| a.iter().zip(&b).map(|(x, y)| *x || *y).collect());
+                let size = codes.iter().flatten().max().map_or(0, |m| m as usize + 1);
+                let mut seen = vec![false; size];
+                for c in codes.iter().flatten() {
+                    seen[c as usize] = true;
+                }
                 let mut present: Vec<u32> = (0..size as u32).filter(|c| seen[*c as usize]).collect();
-                present.par_sort_unstable_by(|a, b| mapping.cat_to_str(*a).cmp(&mapping.cat_to_str(*b)));
+                present.sort_unstable_by(|a, b| mapping.cat_to_str(*a).cmp(&mapping.cat_to_str(*b)));
                 let mut rank = vec![0u32; size];
                 for (i, code) in present.iter().enumerate() {
                     rank[*code as usize] = i as u32;
                 }
-                (0..values.len())
-                    .into_par_iter()
-                    .map(|i| match valid.is_none_or(|v| v.get_bit(i)) {
-                        true => rank.get(values[i] as usize).copied().unwrap_or(0),
-                        false => 0,
-                    })
-                    .collect()
+                codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
             TextValues::Plain(text) => plain_ranks(text),
         }
