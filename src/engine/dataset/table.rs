@@ -1246,6 +1246,21 @@ mod tests {
         }
         assert!(gather(&columns[0], &[0, 1]).is_err(), "an order that is not a permutation is refused");
         assert!(gather(&columns[1], &[0, 1, 2, 3, 5]).is_err(), "a row outside the frame is refused");
+        // Longer than a validity byte and than the prefetch distance: nulls in every byte of the
+        // packed validity, and reads announced ahead.
+        let n = 1000u32;
+        let order: Vec<u32> = (0..n).map(|p| (p * 389 + 17) % n).collect();
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
+        let columns = [
+            Column::new("f".into(), (0..n).map(|i| (i % 7 != 3).then_some(i as f64 / 4.0)).collect::<Vec<_>>()),
+            Column::new("i".into(), (0..n).map(|i| (i % 5 != 0).then_some(i as i32 - 500)).collect::<Vec<_>>()),
+        ];
+        for c in &columns {
+            let ours = gather(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert!(ours.as_materialized_series().equals_missing(theirs.as_materialized_series()), "{}", c.name());
+            assert_eq!(ours.null_count(), theirs.null_count());
+        }
     }
 
     #[test]

@@ -235,10 +235,8 @@ impl Views {
         // is one core's work (the eco-score band at 10M rows: a third of a second with the other
         // core idle), and the table build encodes the band from its parts.
         let height = df.height();
-        let columns = df.apply_columns_par(|c| match c.n_chunks() > 1 && !c.dtype().is_string() {
-            true => c.rechunk(),
-            false => c.clone(),
-        });
+        let columns =
+            df.apply_columns_par(|c| if c.n_chunks() > 1 && !c.dtype().is_string() { c.rechunk() } else { c.clone() });
         drop(df);
         Ok(DataFrame::new(height, columns)?)
     }
