@@ -371,6 +371,9 @@ impl Reloader {
                 Some(s) => s,
                 None => return Ok(None),
             };
+            // The load's free pages go back before the answers are computed: the served snapshot
+            // is in memory beside the new one until the swap.
+            crate::process::memory::between_phases();
             let started = std::time::Instant::now();
             warm(&snapshot);
             tracing::debug!(ms = started.elapsed().as_millis() as u64, "dataset-only answers computed");
