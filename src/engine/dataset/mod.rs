@@ -4,6 +4,7 @@
 //! changes (`reload`).
 
 pub mod answers;
+pub mod assemble;
 pub mod contain;
 pub mod diff;
 pub mod formula;
