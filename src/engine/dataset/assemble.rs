@@ -112,17 +112,23 @@ impl Part {
     /// Appends a batch's column (of the type this part was made for).
     fn extend(&mut self, column: &Column) -> PolarsResult<()> {
         let series = column.as_materialized_series();
+        if let Part::Codes(_, dtype) = self {
+            if series.dtype() != dtype {
+                // Another dictionary than the earlier batches' (a file's own categories): the
+                // rows so far and this batch are stacked as Polars stacks such columns.
+                let empty = Part::Stacked(Series::new_empty(series.name().clone(), series.dtype()));
+                let mut all = std::mem::replace(self, empty).finish()?.take_materialized_series();
+                all.append(series)?;
+                *self = Part::Stacked(all);
+                return Ok(());
+            }
+        }
         match self {
             Part::F64(n) => n.extend(series.f64()?),
             Part::F32(n) => n.extend(series.f32()?),
             Part::I64(n) => n.extend(series.i64()?),
             Part::I32(n) => n.extend(series.i32()?),
-            Part::Codes(n, dtype) => {
-                if series.dtype() != dtype {
-                    polars_bail!(ComputeError: "column '{}' changes its dictionary between batches", series.name());
-                }
-                n.extend(series.cat32()?.physical());
-            }
+            Part::Codes(n, _) => n.extend(series.cat32()?.physical()),
             Part::Bool { values, validity, .. } => {
                 for array in series.bool()?.downcast_iter() {
                     let before = values.len();
@@ -145,7 +151,7 @@ impl Part {
             Part::I32(n) => n.finish().into_series(),
             Part::Codes(n, dtype) => {
                 // SAFETY: the codes are the column's own, every batch under the same dictionary
-                // (checked as they were appended).
+                // (a batch under another one turns the part into a stacked one, see `extend`).
                 unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(n.finish(), dtype) }
                     .into_series()
             }
@@ -260,6 +266,35 @@ mod tests {
             assert_eq!(a.null_count(), s.null_count(), "{}", a.name());
         }
         assert!(assembled.column("f").unwrap().null_count() > 0);
+        // A batch under another dictionary is stacked as Polars stacks it (or refused alike).
+        let under = |values: &[&str]| {
+            let c = Column::new("d".into(), values);
+            DataFrame::new_infer_height(vec![
+                crate::engine::dataset::schema::dictionary_encode_as(&c, dtype.clone()).unwrap()
+            ])
+            .unwrap()
+        };
+        let first = under(&["x", "y"]);
+        let dtype = crate::engine::dataset::schema::dictionary_dtype();
+        let other = {
+            let c = Column::new("d".into(), ["y", "z", "x"]);
+            DataFrame::new_infer_height(vec![
+                crate::engine::dataset::schema::dictionary_encode_as(&c, dtype.clone()).unwrap()
+            ])
+            .unwrap()
+        };
+        let mut stacked = first.clone();
+        let expected = stacked.vstack_mut(&other).map(|s| s.clone());
+        let mut mixed = Assembled::new(first, 5).unwrap();
+        let got = mixed.append(other).and_then(|_| mixed.finish());
+        match (expected, got) {
+            (Ok(expected), Ok(got)) => {
+                let text = |df: &DataFrame| df.column("d").unwrap().cast(&DataType::String).unwrap();
+                assert!(text(&got).as_materialized_series().equals_missing(text(&expected).as_materialized_series()));
+            }
+            (Err(_), Err(_)) => {}
+            (expected, got) => panic!("stacked: {expected:?}; assembled: {got:?}"),
+        }
         // A batch with other columns is refused.
         let mut other = Assembled::new(batches[0].clone(), 0).unwrap();
         assert!(other.append(batches[1].select(["f", "i"]).unwrap()).is_err());
