@@ -396,13 +396,20 @@ impl IdOrder {
     /// Sorts the rows by id (in parallel). Each id is sorted with its row beside it (a UUID's
     /// byte order is its order as a big-endian integer): a sort of rows compared through their
     /// ids reads an id from anywhere in memory at every comparison, several times slower at 10M
-    /// rows.
+    /// rows. An id and its row are five 32-bit words, most significant first (20 bytes a row,
+    /// where a 128-bit integer beside the row would be aligned to 32).
     pub fn new(ids: Vec<Uuid>) -> IdOrder {
         use rayon::prelude::*;
-        let mut keyed: Vec<(u128, u32)> =
-            ids.par_iter().enumerate().map(|(row, id)| (id.as_u128(), row as u32)).collect();
+        let mut keyed: Vec<[u32; 5]> = ids
+            .par_iter()
+            .enumerate()
+            .map(|(row, id)| {
+                let v = id.as_u128();
+                [(v >> 96) as u32, (v >> 64) as u32, (v >> 32) as u32, v as u32, row as u32]
+            })
+            .collect();
         keyed.par_sort_unstable();
-        let by_id: Vec<u32> = keyed.par_iter().map(|&(_, row)| row).collect();
+        let by_id: Vec<u32> = keyed.par_iter().map(|k| k[4]).collect();
         IdOrder { ids, by_id }
     }
 
