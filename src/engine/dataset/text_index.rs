@@ -170,16 +170,9 @@ impl TextIndex {
             .iter()
             .map(|(param, column)| Ok((*param, *column, TextValues::of(df.column(column)?)?)))
             .collect::<PolarsResult<_>>()?;
-        let columns = std::thread::scope(|scope| {
-            let half = inputs.len() / 2;
-            let (a, b) = inputs.split_at(half);
-            let other =
-                scope.spawn(move || a.iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect::<Vec<_>>());
-            let mut second: Vec<TextColumn> = b.iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect();
-            let mut first = other.join().expect("dictionary thread");
-            first.append(&mut second);
-            first
-        });
+        // A column per task, on every core of the pool.
+        use rayon::prelude::*;
+        let columns = inputs.par_iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect();
         Ok(TextIndex { columns })
     }
 
