@@ -290,9 +290,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // A remote export (s3:// or https://) is mirrored to a local file, which is then watched and
     // validated like a local export; the first poll happens before the first load.
     let data_arg = args.data.to_string_lossy().into_owned();
-    let mut remote = match remote::is_remote(&data_arg) {
-        true => Some(remote::Remote::open(&data_arg, &remote::mirror_folder(), args.max_data_bytes)?),
-        false => None,
+    let mirror = remote::is_remote(&data_arg).then(remote::mirror_folder);
+    let mut remote = match &mirror {
+        Some(folder) => Some(remote::Remote::open(&data_arg, folder, args.max_data_bytes)?),
+        None => None,
     };
     let data = remote.as_ref().map(|r| r.mirror().to_path_buf()).unwrap_or_else(|| args.data.clone());
     let first_poll = remote.as_mut().map(|r| {
@@ -465,6 +466,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     // Requests cut at the end of the grace may leave engine work running: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(500));
+    // This process's scratch folders go with it (the SQL tables of a 1M-row catalog are some
+    // 800 MB); those of a process that could not stop cleanly are removed by the next start.
+    sql.remove_scratch();
+    if let Some(folder) = mirror {
+        let _ = std::fs::remove_dir_all(folder);
+    }
     result
 }
 
@@ -479,12 +486,7 @@ const SQL_AHEAD_MAX_ROWS: usize = 5_000_000;
 /// written instead of waiting seconds for them.
 fn prepare_sql_tables(store: Arc<Store>, sql: Arc<eco_insights::engine::sql::worker::Runner>) {
     let spawned = std::thread::Builder::new().name("eco-sql-ahead".into()).spawn(move || {
-        // SAFETY: on Linux, PRIO_PROCESS with 0 sets the calling thread's own nice value; raising
-        // it is always allowed. Elsewhere the thread keeps its priority.
-        #[cfg(target_os = "linux")]
-        unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-        }
+        eco_insights::process::priority::lowest();
         let (mut seen, mut prepared) = (None::<String>, None::<String>);
         loop {
             std::thread::sleep(Duration::from_secs(1));

@@ -21,13 +21,29 @@ pub fn gone(pid: u32) -> bool {
 }
 
 /// This process's scratch folder `PREFIX-PID` in the system's temporary folder (not created);
-/// the scratch folders of gone processes with the same prefix are removed.
+/// the scratch folders of gone processes with the same prefix are removed in the background.
 pub fn scratch_dir(prefix: &str) -> PathBuf {
     scratch_dir_in(&std::env::temp_dir(), prefix)
 }
 
-/// [`scratch_dir`] in `parent`.
+/// [`scratch_dir`] in `parent`. The scratch folders that gone processes left (a crash's, or a
+/// stop's cut short) are removed on a thread of its own at the lowest priority: unlinking the
+/// SQL tables of a 1M-row catalog takes some 200 ms, which a start would otherwise spend before
+/// its first load.
 pub fn scratch_dir_in(parent: &Path, prefix: &str) -> PathBuf {
+    let (folder, name) = (parent.to_path_buf(), prefix.to_string());
+    let sweep = move || {
+        priority::lowest();
+        sweep_left_over(&folder, &name);
+    };
+    if std::thread::Builder::new().name("eco-sweep".into()).spawn(sweep.clone()).is_err() {
+        sweep();
+    }
+    parent.join(format!("{prefix}-{}", std::process::id()))
+}
+
+/// Removes the folders `PREFIX-PID` in `parent` whose process is gone.
+pub fn sweep_left_over(parent: &Path, prefix: &str) {
     if let Ok(entries) = std::fs::read_dir(parent) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -41,5 +57,4 @@ pub fn scratch_dir_in(parent: &Path, prefix: &str) -> PathBuf {
             }
         }
     }
-    parent.join(format!("{prefix}-{}", std::process::id()))
 }

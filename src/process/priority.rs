@@ -49,6 +49,17 @@ fn set_nice(tid: i32, nice: i32) -> bool {
     unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
 }
 
+/// Lowers the calling thread to the lowest scheduling priority (what it starts inherits it), so
+/// its work waits for every other thread's. Elsewhere than on Linux the thread keeps its priority.
+pub fn lowest() {
+    // SAFETY: PRIO_PROCESS with 0 sets the calling thread's own nice value; raising it is always
+    // allowed.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+    }
+}
+
 /// The CPUs the calling thread may run on (the process's set unless something narrowed it).
 #[cfg(target_os = "linux")]
 fn affinity_of_caller() -> Option<libc::cpu_set_t> {

@@ -267,6 +267,20 @@ impl TestApp {
         self.child.id()
     }
 
+    /// Stops the service as a supervisor does (SIGTERM) and waits for it to exit (at most 30 s).
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        // SAFETY: sends a signal to the child this test started.
+        assert_eq!(unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) }, 0, "kill failed");
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "the service did not stop; log:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn logs(&self) -> String {
         self.log.lock().unwrap().clone()
     }

@@ -451,3 +451,38 @@ fn a_catalog_still_being_prepared_is_answered_503_then_served() {
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// A stopped service leaves no scratch folder behind (the SQL tables it wrote, the folder of
+/// large answers), and the folders a gone process left are removed by the next start.
+#[test]
+fn scratch_folders_go_with_the_service_and_leftovers_are_removed() {
+    // A gone process's tables, as a crash leaves them.
+    let gone = {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let leftover = std::env::temp_dir().join(format!("eco-insights-sql-{gone}"));
+    std::fs::create_dir_all(leftover.join("v1")).unwrap();
+    std::fs::write(leftover.join("v1").join("catalog.arrow"), vec![7u8; 1 << 20]).unwrap();
+    let mut app = TestApp::with_rows(&fixture());
+    let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rows_of(&body)[0]["n"], 24, "{body}");
+    let tables = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid()));
+    assert!(tables.is_dir(), "the SQL tables are written under {}", tables.display());
+    let start = Instant::now();
+    while leftover.exists() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!leftover.exists(), "the gone process's folder {} is still there", leftover.display());
+    let pid = app.pid();
+    let status = app.stop();
+    assert!(status.success(), "{status:?}; log:\n{}", app.logs());
+    assert!(!tables.exists(), "{} is left after the service stopped", tables.display());
+    for parent in [std::path::PathBuf::from("/dev/shm"), std::env::temp_dir()] {
+        let answers = parent.join(format!("eco-insights-answers-{pid}"));
+        assert!(!answers.exists(), "{} is left after the service stopped", answers.display());
+    }
+}

@@ -561,6 +561,19 @@ impl Runner {
         }
     }
 
+    /// Stops the warm workers and removes this process's scratch folders (the tables of the
+    /// versions served, the folder of large answers), once the service has stopped: nothing is
+    /// left for the next start to remove. A table being written meanwhile fails to finish; its
+    /// folder is removed by the next start (its process gone).
+    pub fn remove_scratch(&self) {
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
+        idle.into_iter().for_each(Warm::stop);
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(answers) = &self.answers {
+            let _ = std::fs::remove_dir_all(answers);
+        }
+    }
+
     pub fn limits(&self) -> SqlLimits {
         self.limits
     }
