@@ -1,5 +1,5 @@
 //! The lifecycle of one export: read and check it (`schema`, `load`), derive the published
-//! metrics (`views`, `publish`), build the served table (`table`, `text_index`), wrap it as an
+//! metrics (`views`, `publish`), build the served table (`table`, `reorder`, `text_index`), wrap it as an
 //! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
 //! changes (`reload`).
 
@@ -11,6 +11,7 @@ pub mod formula;
 pub mod load;
 pub mod publish;
 pub mod reload;
+pub mod reorder;
 pub mod remote;
 pub mod schema;
 pub mod snapshot;

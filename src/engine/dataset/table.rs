@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::formula::Casas;
 use super::publish::round_published;
+use super::reorder::{reorder, Order};
 use super::schema::{dictionary_encode, parse_uuids, text_codes, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
@@ -417,20 +418,17 @@ impl KeyOrders {
             return Ok((frame, order, id_rank));
         }
         let IdOrder { ids, by_id } = order;
+        let order = Order::new(&catalog, frame.height())?;
         let (maps, frame) = rayon::join(
-            || {
-                let mut position = vec![0u32; catalog.len()];
-                for (p, &row) in catalog.iter().enumerate() {
-                    position[row as usize] = p as u32;
-                }
-                let ids: Vec<Uuid> = catalog.iter().map(|&r| ids[r as usize]).collect();
-                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
-                let id_rank: Vec<u32> = catalog.iter().map(|&r| id_rank[r as usize]).collect();
-                (ids, by_id, id_rank)
+            || -> PolarsResult<_> {
+                let ids: Vec<Uuid> = order.values(&ids)?;
+                let by_id: Vec<u32> = by_id.iter().map(|&r| order.position(r)).collect();
+                let id_rank: Vec<u32> = order.values(&id_rank)?;
+                Ok((ids, by_id, id_rank))
             },
-            || reorder(frame, &catalog),
+            || reorder(frame, &order),
         );
-        let (ids, by_id, id_rank) = maps;
+        let (ids, by_id, id_rank) = maps?;
         Ok((frame?, IdOrder { ids, by_id }, id_rank))
     }
 
@@ -556,100 +554,6 @@ fn restored_ids(
         polars_bail!(ComputeError: "the prepared table's eco-score order names rows it does not have");
     }
     Ok((ids, by_id, eco_order))
-}
-
-/// The frame's rows put in `order`, each unordered source released as soon as it is gathered:
-/// the peak is one frame plus a column per core.
-fn reorder(mut frame: DataFrame, order: &[u32]) -> PolarsResult<DataFrame> {
-    use rayon::prelude::*;
-    let names: Vec<PlSmallStr> = frame.get_column_names_owned();
-    let sources: Vec<Column> = names.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
-    drop(frame);
-    // Column by column on every core, each source dropped once gathered (so about one column
-    // per core is held twice at a time), no core waiting on another's column.
-    let columns = sources.into_par_iter().map(|c| gather(&c, order)).collect::<PolarsResult<Vec<Column>>>()?;
-    DataFrame::new_infer_height(columns)
-}
-
-/// A column's rows in `order` (a permutation of its rows), in one chunk. Numeric columns are
-/// gathered here, values and validity apart: Polars gathers a numeric column with nulls one
-/// `Option` at a time, which was the larger part of putting a 1M-row frame in catalog order.
-fn gather(column: &Column, order: &[u32]) -> PolarsResult<Column> {
-    if order.len() != column.len() {
-        return Err(polars_err!(ComputeError: "the catalog order is not a permutation of the rows"));
-    }
-    let rows = column.len();
-    if order.iter().any(|&i| i as usize >= rows) {
-        return Err(polars_err!(ComputeError: "the catalog order names a row outside the frame"));
-    }
-    let series = column.as_materialized_series();
-    let out = match column.dtype() {
-        DataType::Float64 => gather_numeric(series.f64()?, order).into_series(),
-        DataType::Int32 => gather_numeric(series.i32()?, order).into_series(),
-        DataType::UInt32 => gather_numeric(series.u32()?, order).into_series(),
-        // Dictionary-encoded text: its codes gathered like numbers, under the same dictionary.
-        dtype @ DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
-            let codes = series.to_physical_repr();
-            let codes = gather_numeric(codes.u32()?, order).with_name(series.name().clone());
-            // SAFETY: the codes are the column's own, under its own dictionary.
-            unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
-                .into_series()
-        }
-        _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order)),
-    };
-    Ok(out.into_column())
-}
-
-/// [`gather`] of a numeric column (`order` checked against it).
-fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &[u32]) -> ChunkedArray<T> {
-    let ca = ca.rechunk();
-    let arr = ca.downcast_as_array();
-    let gathered = gather_values(arr.values().as_slice(), order);
-    let validity = arr.validity().map(|bits| gather_bits(bits, order));
-    ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity)
-}
-
-/// How many rows ahead [`gather_values`] asks for the value it will read.
-const PREFETCH_AHEAD: usize = 32;
-
-/// `values` read in `order`. A large catalog's columns do not fit in the caches and the order
-/// jumps across them, so each read is announced to the processor a few dozen rows ahead: the
-/// reads wait on memory side by side rather than one after the other.
-fn gather_values<V: Copy>(values: &[V], order: &[u32]) -> Vec<V> {
-    order
-        .iter()
-        .enumerate()
-        .map(|(p, &row)| {
-            if let Some(&ahead) = order.get(p + PREFETCH_AHEAD) {
-                prefetch(values, ahead as usize);
-            }
-            values[row as usize]
-        })
-        .collect()
-}
-
-/// A hint that `values[i]` (when it exists) is read soon.
-#[inline(always)]
-fn prefetch<V>(values: &[V], i: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(v) = values.get(i) {
-        // SAFETY: a prefetch only hints at a load; the address is inside `values`.
-        #[allow(unused_unsafe)]
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((v as *const V).cast::<i8>())
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (values, i);
-}
-
-/// The bits of `bits` read in `order`, packed eight at a time (not pushed one by one).
-fn gather_bits(bits: &Bitmap, order: &[u32]) -> Bitmap {
-    let bytes = order
-        .chunks(8)
-        .map(|rows| rows.iter().enumerate().fold(0u8, |byte, (j, &r)| byte | ((bits.get_bit(r as usize) as u8) << j)))
-        .collect();
-    Bitmap::from_u8_vec(bytes, order.len())
 }
 
 /// The row numbers of a frame's [`ROW`] column.
@@ -1188,80 +1092,6 @@ impl Cols {
 mod tests {
     use super::*;
     use crate::engine::dataset::schema;
-
-    #[test]
-    fn numeric_columns_are_gathered_with_their_nulls_like_polars_take() {
-        let order = [3u32, 0, 4, 1, 2];
-        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.to_vec());
-        let columns = [
-            Column::new("f".into(), [Some(1.5), None, Some(-0.0), Some(f64::NAN), None]),
-            Column::new("i".into(), [None, Some(7i32), Some(-3), None, Some(0)]),
-            Column::new("u".into(), [5u32, 4, 3, 2, 1]),
-            Column::new("s".into(), [Some("a"), None, Some("c"), Some("d"), Some("e")]),
-            // Dictionary-encoded text, as loaded: its codes gathered under the same dictionary.
-            schema::dictionary_encode_as(
-                &Column::new("d".into(), [Some("x"), Some("y"), None, Some("x"), Some("z")]),
-                schema::dictionary_dtype(),
-            )
-            .unwrap(),
-        ];
-        for c in &columns {
-            let ours = gather(c, &order).unwrap();
-            let theirs = c.take(&idx).unwrap();
-            assert_eq!(ours.dtype(), theirs.dtype());
-            assert_eq!(ours.name(), c.name());
-            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
-            assert_eq!(ours.null_count(), theirs.null_count());
-        }
-        // Columns in several chunks (a file's row groups), long strings among them.
-        let chunked = |a: Series, b: Series| {
-            let mut s = a;
-            s.append(&b).unwrap();
-            assert_eq!(s.n_chunks(), 2);
-            s.into_column()
-        };
-        let long = |i: usize| format!("a version name longer than twelve bytes #{i}");
-        let columns = [
-            chunked(Series::new("f".into(), [Some(1.5), None, Some(2.5)]), Series::new("f".into(), [Some(4.0), None])),
-            chunked(Series::new("u".into(), [1u32, 2]), Series::new("u".into(), [3u32, 4, 5])),
-            chunked(
-                Series::new("s".into(), [Some(long(0)), None]),
-                Series::new("s".into(), [Some("short".to_string()), Some(long(3)), Some(long(4))]),
-            ),
-            {
-                let dtype = schema::dictionary_dtype();
-                let part = |values: &[Option<&str>]| {
-                    let c = Column::new("d".into(), values);
-                    schema::dictionary_encode_as(&c, dtype.clone()).unwrap().take_materialized_series()
-                };
-                chunked(part(&[Some("b"), None]), part(&[Some("a"), Some("b"), Some("c")]))
-            },
-        ];
-        for c in &columns {
-            let ours = gather(c, &order).unwrap();
-            let theirs = c.take(&idx).unwrap();
-            assert_eq!(ours.n_chunks(), 1);
-            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
-            assert_eq!(ours.null_count(), theirs.null_count());
-        }
-        assert!(gather(&columns[0], &[0, 1]).is_err(), "an order that is not a permutation is refused");
-        assert!(gather(&columns[1], &[0, 1, 2, 3, 5]).is_err(), "a row outside the frame is refused");
-        // Longer than a validity byte and than the prefetch distance: nulls in every byte of the
-        // packed validity, and reads announced ahead.
-        let n = 1000u32;
-        let order: Vec<u32> = (0..n).map(|p| (p * 389 + 17) % n).collect();
-        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
-        let columns = [
-            Column::new("f".into(), (0..n).map(|i| (i % 7 != 3).then_some(i as f64 / 4.0)).collect::<Vec<_>>()),
-            Column::new("i".into(), (0..n).map(|i| (i % 5 != 0).then_some(i as i32 - 500)).collect::<Vec<_>>()),
-        ];
-        for c in &columns {
-            let ours = gather(c, &order).unwrap();
-            let theirs = c.take(&idx).unwrap();
-            assert!(ours.as_materialized_series().equals_missing(theirs.as_materialized_series()), "{}", c.name());
-            assert_eq!(ours.null_count(), theirs.null_count());
-        }
-    }
 
     #[test]
     fn plain_ranks_are_the_byte_order_of_the_distinct_values() {

@@ -1,0 +1,395 @@
+//! Putting a frame's rows in another order (the catalog order of the served table): each column
+//! gathered in one chunk, on every core.
+//!
+//! Reading a column's values in an order that jumps across it waits on memory for each value.
+//! While a column fits in the processor's caches that costs little; past them (tens of megabytes:
+//! a catalog of several million rows) every read is a trip to memory, and a 10M-row frame took
+//! 20 times as long as a 1M-row one. Large frames are therefore put in order in two passes that
+//! each read their input in memory order ([`Dealt`]): the values are dealt, in the order they are
+//! stored, to the blocks of rows they go to (one sequential stream per block), then each block,
+//! small enough for the caches, is written out in order.
+
+use std::mem::MaybeUninit;
+
+use polars::prelude::*;
+use polars_arrow::array::{Array, Utf8ViewArray};
+use polars_arrow::bitmap::Bitmap;
+
+/// Frames from this many rows are put in order in two passes ([`Dealt`]); smaller ones in one
+/// prefetched read per row, which is faster while a column fits in the caches (a 1M-row column
+/// of numbers is 8 MB).
+const DEALT_MIN_ROWS: usize = 1 << 22;
+
+/// The frame's rows put in `order` (made for its height), each unordered source released as
+/// soon as it is gathered: the peak is one frame plus a column per core.
+pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
+    use rayon::prelude::*;
+    let names: Vec<PlSmallStr> = frame.get_column_names_owned();
+    let sources: Vec<Column> = names.iter().map(|n| frame.drop_in_place(n)).collect::<PolarsResult<_>>()?;
+    drop(frame);
+    // Column by column on every core, each source dropped once gathered (so about one column
+    // per core is held twice at a time), no core waiting on another's column.
+    let columns = sources.into_par_iter().map(|c| gather(&c, order)).collect::<PolarsResult<Vec<Column>>>()?;
+    DataFrame::new_infer_height(columns)
+}
+
+/// A permutation of a frame's rows, checked, with each row's position in it and, when the frame
+/// is large, the plan of its two-pass gather.
+pub struct Order<'a> {
+    rows: &'a [u32],
+    position: Vec<u32>,
+    dealt: Option<Dealt>,
+}
+
+impl<'a> Order<'a> {
+    /// `rows` (the row at each position) as the order of a frame of `height` rows: refused unless
+    /// it lists each row once.
+    pub fn new(rows: &'a [u32], height: usize) -> PolarsResult<Order<'a>> {
+        Order::with_plan(rows, height, rows.len() >= DEALT_MIN_ROWS)
+    }
+
+    /// [`Order::new`], with the two-pass plan or without it whatever the size.
+    pub fn with_plan(rows: &'a [u32], height: usize, dealt: bool) -> PolarsResult<Order<'a>> {
+        if rows.len() != height {
+            polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
+        }
+        // Rows are u32 (below u32::MAX, which marks a row not yet placed).
+        if height >= u32::MAX as usize {
+            polars_bail!(ComputeError: "too many rows to put in order");
+        }
+        let mut position = vec![u32::MAX; height];
+        for (p, &row) in rows.iter().enumerate() {
+            let Some(slot) = position.get_mut(row as usize) else {
+                polars_bail!(ComputeError: "the catalog order names a row outside the frame");
+            };
+            if *slot != u32::MAX {
+                polars_bail!(ComputeError: "the catalog order names a row twice");
+            }
+            *slot = p as u32;
+        }
+        let dealt = dealt.then(|| Dealt::new(&position));
+        Ok(Order { rows, position, dealt })
+    }
+
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The position of `row` in this order (a row of the frame).
+    pub fn position(&self, row: u32) -> u32 {
+        self.position[row as usize]
+    }
+
+    /// `values` (one per row) read in this order.
+    pub fn values<V: Copy>(&self, values: &[V]) -> PolarsResult<Vec<V>> {
+        if values.len() != self.len() {
+            polars_bail!(ComputeError: "a column is not as long as the catalog order");
+        }
+        Ok(match &self.dealt {
+            Some(dealt) => dealt.gather(values),
+            None => gather_values(values, self.rows),
+        })
+    }
+}
+
+/// A column's rows in `order`, in one chunk. Numbers, dictionary codes and text views are
+/// gathered here, values and validity apart: Polars gathers a numeric column with nulls one
+/// `Option` at a time, which was the larger part of putting a 1M-row frame in catalog order.
+pub fn gather(column: &Column, order: &Order) -> PolarsResult<Column> {
+    if order.len() != column.len() {
+        polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
+    }
+    let series = column.as_materialized_series();
+    let out = match column.dtype() {
+        DataType::Float64 => gather_numeric(series.f64()?, order)?.into_series(),
+        DataType::Int32 => gather_numeric(series.i32()?, order)?.into_series(),
+        DataType::UInt32 => gather_numeric(series.u32()?, order)?.into_series(),
+        // Dictionary-encoded text: its codes gathered like numbers, under the same dictionary.
+        dtype @ DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
+            let codes = series.to_physical_repr();
+            let codes = gather_numeric(codes.u32()?, order)?.with_name(series.name().clone());
+            // SAFETY: the codes are the column's own, under its own dictionary.
+            unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
+                .into_series()
+        }
+        // Text: its views gathered, over the same buffers.
+        DataType::String => {
+            let ca = series.str()?.rechunk();
+            let arr = ca.downcast_as_array();
+            let views = order.values(arr.views().as_slice())?;
+            let validity = arr.validity().map(|bits| gather_bits(bits, order.rows));
+            // SAFETY: the array's own views, each still pointing into the same buffers (valid
+            // UTF-8 there), in another order; lengths and buffers unchanged.
+            let gathered = unsafe {
+                Utf8ViewArray::new_unchecked(
+                    arr.dtype().clone(),
+                    views.into(),
+                    arr.data_buffers().clone(),
+                    validity,
+                    arr.try_total_bytes_len(),
+                    arr.total_buffer_len(),
+                )
+            };
+            StringChunked::with_chunk(ca.name().clone(), gathered).into_series()
+        }
+        _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order.rows)),
+    };
+    Ok(out.into_column())
+}
+
+/// [`gather`] of a numeric column.
+fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &Order) -> PolarsResult<ChunkedArray<T>> {
+    let ca = ca.rechunk();
+    let arr = ca.downcast_as_array();
+    let gathered = order.values(arr.values().as_slice())?;
+    let validity = arr.validity().map(|bits| gather_bits(bits, order.rows));
+    Ok(ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity))
+}
+
+/// How many rows ahead [`gather_values`] asks for the value it will read.
+const PREFETCH_AHEAD: usize = 32;
+
+/// `values` read in `order`. The order jumps across the column, so each read is announced to the
+/// processor a few dozen rows ahead: the reads wait on memory side by side rather than one after
+/// the other.
+fn gather_values<V: Copy>(values: &[V], order: &[u32]) -> Vec<V> {
+    order
+        .iter()
+        .enumerate()
+        .map(|(p, &row)| {
+            if let Some(&ahead) = order.get(p + PREFETCH_AHEAD) {
+                prefetch(values, ahead as usize);
+            }
+            values[row as usize]
+        })
+        .collect()
+}
+
+/// A hint that `values[i]` (when it exists) is read soon.
+#[inline(always)]
+fn prefetch<V>(values: &[V], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v) = values.get(i) {
+        // SAFETY: a prefetch only hints at a load; the address is inside `values`.
+        #[allow(unused_unsafe)]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((v as *const V).cast::<i8>())
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (values, i);
+}
+
+/// The bits of `bits` read in `order`, packed eight at a time (not pushed one by one). A
+/// column's validity is an eighth of a byte a row: it stays in the caches.
+fn gather_bits(bits: &Bitmap, order: &[u32]) -> Bitmap {
+    let bytes = order
+        .chunks(8)
+        .map(|rows| rows.iter().enumerate().fold(0u8, |byte, (j, &r)| byte | ((bits.get_bit(r as usize) as u8) << j)))
+        .collect();
+    Bitmap::from_u8_vec(bytes, order.len())
+}
+
+/// Rows per block of the output in [`Dealt`]: 512 KiB of 8-byte values, within a core's own cache.
+const BLOCK_BITS: u32 = 16;
+
+/// The plan of a two-pass gather, shared by every column of a frame: the output block each row
+/// goes to, and each block's offsets listed in the order their rows are stored.
+struct Dealt {
+    /// The block (of `1 << BLOCK_BITS` positions) each row goes to.
+    block_of: Vec<u16>,
+    /// Where each block's rows start among the dealt values (one more entry than blocks).
+    starts: Vec<usize>,
+    /// Each dealt value's offset in its block.
+    offsets: Vec<u16>,
+}
+
+impl Dealt {
+    /// The plan of an order given by each row's position in it (a permutation of its length).
+    fn new(position: &[u32]) -> Dealt {
+        let n = position.len();
+        let blocks = n.div_ceil(1 << BLOCK_BITS);
+        let mut starts = vec![0usize; blocks + 1];
+        for &p in position {
+            starts[(p >> BLOCK_BITS) as usize + 1] += 1;
+        }
+        for b in 1..=blocks {
+            starts[b] += starts[b - 1];
+        }
+        let mut next = starts.clone();
+        let mut offsets = vec![0u16; n];
+        let block_of = position
+            .iter()
+            .map(|&p| {
+                let block = (p >> BLOCK_BITS) as usize;
+                offsets[next[block]] = p as u16;
+                next[block] += 1;
+                // Positions are below 2^32: blocks below 2^16.
+                block as u16
+            })
+            .collect();
+        Dealt { block_of, starts, offsets }
+    }
+
+    /// `values` (one per row, as many as the plan's rows) in the plan's order.
+    fn gather<V: Copy>(&self, values: &[V]) -> Vec<V> {
+        let n = self.block_of.len();
+        assert_eq!(values.len(), n, "a column is not as long as the order");
+        // First pass: each value, in storage order, appended to its block's run.
+        let mut next = self.starts.clone();
+        // SAFETY: the plan comes from a permutation of `n` rows and there are `n` values: each
+        // block's run is written exactly (the runs' lengths are the blocks' counts, which sum to
+        // `n`).
+        let dealt: Vec<V> = unsafe {
+            filled(n, |slots| {
+                for (&v, &block) in values.iter().zip(&self.block_of) {
+                    let at = &mut next[block as usize];
+                    slots[*at].write(v);
+                    *at += 1;
+                }
+            })
+        };
+        // Second pass: each block's run written to its offsets, within the block.
+        // SAFETY: each position is written once: a block's offsets are those of its positions,
+        // each listed once (the order is a permutation).
+        unsafe {
+            filled(n, |slots| {
+                for (b, block) in slots.chunks_mut(1 << BLOCK_BITS).enumerate() {
+                    let run = self.starts[b]..self.starts[b + 1];
+                    for (&offset, &v) in self.offsets[run.clone()].iter().zip(&dealt[run]) {
+                        block[offset as usize].write(v);
+                    }
+                }
+            })
+        }
+    }
+}
+
+/// A vector of `n` values written by `write` into its uninitialised slots.
+///
+/// # Safety
+/// `write` must write every one of the `n` slots it is given.
+unsafe fn filled<V: Copy>(n: usize, write: impl FnOnce(&mut [MaybeUninit<V>])) -> Vec<V> {
+    let mut vec = Vec::with_capacity(n);
+    write(&mut vec.spare_capacity_mut()[..n]);
+    // SAFETY: the caller's `write` initialised the first `n` slots.
+    unsafe { vec.set_len(n) };
+    vec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dataset::schema;
+
+    fn gather_both(column: &Column, rows: &[u32]) -> PolarsResult<Column> {
+        let one = gather(column, &Order::with_plan(rows, column.len(), false)?)?;
+        let two = gather(column, &Order::with_plan(rows, column.len(), true)?)?;
+        assert_eq!(format!("{one:?}"), format!("{two:?}"), "{}: one pass and two give the same", column.name());
+        assert_eq!(one.null_count(), two.null_count());
+        Ok(one)
+    }
+
+    #[test]
+    fn numeric_columns_are_gathered_with_their_nulls_like_polars_take() {
+        let order = [3u32, 0, 4, 1, 2];
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.to_vec());
+        let columns = [
+            Column::new("f".into(), [Some(1.5), None, Some(-0.0), Some(f64::NAN), None]),
+            Column::new("i".into(), [None, Some(7i32), Some(-3), None, Some(0)]),
+            Column::new("u".into(), [5u32, 4, 3, 2, 1]),
+            Column::new("s".into(), [Some("a"), None, Some("c"), Some("d"), Some("e")]),
+            // Dictionary-encoded text, as loaded: its codes gathered under the same dictionary.
+            schema::dictionary_encode_as(
+                &Column::new("d".into(), [Some("x"), Some("y"), None, Some("x"), Some("z")]),
+                schema::dictionary_dtype(),
+            )
+            .unwrap(),
+        ];
+        for c in &columns {
+            let ours = gather_both(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert_eq!(ours.dtype(), theirs.dtype());
+            assert_eq!(ours.name(), c.name());
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
+            assert_eq!(ours.null_count(), theirs.null_count());
+        }
+        // Columns in several chunks (a file's row groups), long strings among them.
+        let chunked = |a: Series, b: Series| {
+            let mut s = a;
+            s.append(&b).unwrap();
+            assert_eq!(s.n_chunks(), 2);
+            s.into_column()
+        };
+        let long = |i: usize| format!("a version name longer than twelve bytes #{i}");
+        let columns = [
+            chunked(Series::new("f".into(), [Some(1.5), None, Some(2.5)]), Series::new("f".into(), [Some(4.0), None])),
+            chunked(Series::new("u".into(), [1u32, 2]), Series::new("u".into(), [3u32, 4, 5])),
+            chunked(
+                Series::new("s".into(), [Some(long(0)), None]),
+                Series::new("s".into(), [Some("short".to_string()), Some(long(3)), Some(long(4))]),
+            ),
+            {
+                let dtype = schema::dictionary_dtype();
+                let part = |values: &[Option<&str>]| {
+                    let c = Column::new("d".into(), values);
+                    schema::dictionary_encode_as(&c, dtype.clone()).unwrap().take_materialized_series()
+                };
+                chunked(part(&[Some("b"), None]), part(&[Some("a"), Some("b"), Some("c")]))
+            },
+        ];
+        for c in &columns {
+            let ours = gather_both(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert_eq!(ours.n_chunks(), 1);
+            assert_eq!(format!("{ours:?}"), format!("{theirs:?}"), "{}", c.name());
+            assert_eq!(ours.null_count(), theirs.null_count());
+        }
+        for dealt in [false, true] {
+            assert!(Order::with_plan(&[0, 1], 5, dealt).is_err(), "an order that is not a permutation is refused");
+            assert!(Order::with_plan(&[0, 1, 2, 3, 5], 5, dealt).is_err(), "a row outside the frame is refused");
+            assert!(Order::with_plan(&[0, 1, 1, 3, 4], 5, dealt).is_err(), "a row listed twice is refused");
+            let order = Order::with_plan(&[1, 0], 2, dealt).unwrap();
+            assert!(gather(&columns[0], &order).is_err(), "a column longer than the order is refused");
+        }
+        // Longer than a validity byte and than the prefetch distance: nulls in every byte of the
+        // packed validity, and reads announced ahead.
+        let n = 1000u32;
+        let order: Vec<u32> = (0..n).map(|p| (p * 389 + 17) % n).collect();
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
+        let columns = [
+            Column::new("f".into(), (0..n).map(|i| (i % 7 != 3).then_some(i as f64 / 4.0)).collect::<Vec<_>>()),
+            Column::new("i".into(), (0..n).map(|i| (i % 5 != 0).then_some(i as i32 - 500)).collect::<Vec<_>>()),
+        ];
+        for c in &columns {
+            let ours = gather_both(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert!(ours.as_materialized_series().equals_missing(theirs.as_materialized_series()), "{}", c.name());
+            assert_eq!(ours.null_count(), theirs.null_count());
+        }
+    }
+
+    #[test]
+    fn large_frames_are_put_in_order_in_blocks_like_polars_take() {
+        // Several blocks of the two-pass plan, the last one partial.
+        let n = (3 << BLOCK_BITS) + 4321;
+        let order: Vec<u32> = (0..n as u64).map(|p| ((p * 1_000_003 + 77) % n as u64) as u32).collect();
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
+        let columns = [
+            Column::new("f".into(), (0..n).map(|i| (i % 7 != 3).then_some(i as f64 / 4.0)).collect::<Vec<_>>()),
+            Column::new("u".into(), (0..n as u32).collect::<Vec<_>>()),
+            Column::new(
+                "s".into(),
+                (0..n).map(|i| (i % 11 != 0).then(|| format!("version {i} of a long name"))).collect::<Vec<_>>(),
+            ),
+        ];
+        for c in &columns {
+            let ours = gather_both(c, &order).unwrap();
+            let theirs = c.take(&idx).unwrap();
+            assert!(ours.as_materialized_series().equals_missing(theirs.as_materialized_series()), "{}", c.name());
+        }
+        let frame = DataFrame::new_infer_height(columns.to_vec()).unwrap();
+        let ordered = reorder(frame.clone(), &Order::new(&order, n).unwrap()).unwrap();
+        assert!(ordered.equals_missing(&frame.take(&idx).unwrap()));
+    }
+}
