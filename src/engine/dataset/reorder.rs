@@ -190,8 +190,11 @@ fn gather_bits(bits: &Bitmap, order: &[u32]) -> Bitmap {
     Bitmap::from_u8_vec(bytes, order.len())
 }
 
-/// Rows per block of the output in [`Dealt`]: 512 KiB of 8-byte values, within a core's own cache.
-const BLOCK_BITS: u32 = 16;
+/// Rows per block of the output in [`Dealt`]: 2 MiB of 8-byte values, about a core's own cache.
+/// Smaller blocks mean more runs written side by side in the first pass: on a 2-core Xeon with
+/// 2 MiB of L2 a core, 10M rows took 25% longer with blocks of 2^16 or 2^17 rows, and longer
+/// again with 2^19 or more.
+const BLOCK_BITS: u32 = 18;
 
 /// The plan of a two-pass gather, shared by every column of a frame: the output block each row
 /// goes to, and each block's offsets listed in the order their rows are stored.
@@ -201,7 +204,7 @@ struct Dealt {
     /// Where each block's rows start among the dealt values (one more entry than blocks).
     starts: Vec<usize>,
     /// Each dealt value's offset in its block.
-    offsets: Vec<u16>,
+    offsets: Vec<u32>,
 }
 
 impl Dealt {
@@ -217,14 +220,14 @@ impl Dealt {
             starts[b] += starts[b - 1];
         }
         let mut next = starts.clone();
-        let mut offsets = vec![0u16; n];
+        let mut offsets = vec![0u32; n];
         let block_of = position
             .iter()
             .map(|&p| {
                 let block = (p >> BLOCK_BITS) as usize;
-                offsets[next[block]] = p as u16;
+                offsets[next[block]] = p & ((1 << BLOCK_BITS) - 1);
                 next[block] += 1;
-                // Positions are below 2^32: blocks below 2^16.
+                // Positions are below 2^32: blocks below 2^14.
                 block as u16
             })
             .collect();
