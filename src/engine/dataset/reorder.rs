@@ -33,17 +33,18 @@ pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
-/// A permutation of a frame's rows, checked, with each row's position in it and, when the frame
-/// is large, the plan of its two-pass gather.
+/// A permutation of a frame's rows and, when the frame is large, the plan of its two-pass gather
+/// (with each row's position, which the plan is made from).
 pub struct Order<'a> {
     rows: &'a [u32],
-    position: Vec<u32>,
+    position: Option<Vec<u32>>,
     dealt: Option<Dealt>,
 }
 
 impl<'a> Order<'a> {
-    /// `rows` (the row at each position) as the order of a frame of `height` rows: refused unless
-    /// it lists each row once.
+    /// `rows` (the row at each position) as the order of a frame of `height` rows: refused when
+    /// it names a row outside the frame or (with the plan, which needs a permutation) a row twice.
+    /// Without the plan a row listed twice is found by [`Order::positions`].
     pub fn new(rows: &'a [u32], height: usize) -> PolarsResult<Order<'a>> {
         Order::with_plan(rows, height, rows.len() >= DEALT_MIN_ROWS)
     }
@@ -53,31 +54,27 @@ impl<'a> Order<'a> {
         if rows.len() != height {
             polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
         }
-        // Rows are u32 (below u32::MAX, which marks a row not yet placed).
-        if height >= u32::MAX as usize {
-            polars_bail!(ComputeError: "too many rows to put in order");
-        }
-        let mut position = vec![u32::MAX; height];
-        for (p, &row) in rows.iter().enumerate() {
-            let Some(slot) = position.get_mut(row as usize) else {
+        if !dealt {
+            if rows.iter().any(|&i| i as usize >= height) {
                 polars_bail!(ComputeError: "the catalog order names a row outside the frame");
-            };
-            if *slot != u32::MAX {
-                polars_bail!(ComputeError: "the catalog order names a row twice");
             }
-            *slot = p as u32;
+            return Ok(Order { rows, position: None, dealt: None });
         }
-        let dealt = dealt.then(|| Dealt::new(&position));
-        Ok(Order { rows, position, dealt })
+        let position = positions(rows, height)?;
+        let dealt = Some(Dealt::new(&position));
+        Ok(Order { rows, position: Some(position), dealt })
+    }
+
+    /// The position of each row in this order; an error when a row is listed twice.
+    pub fn positions(&self) -> PolarsResult<std::borrow::Cow<'_, [u32]>> {
+        match &self.position {
+            Some(position) => Ok(position.into()),
+            None => positions(self.rows, self.rows.len()).map(Into::into),
+        }
     }
 
     fn len(&self) -> usize {
         self.rows.len()
-    }
-
-    /// The position of `row` in this order (a row of the frame).
-    pub fn position(&self, row: u32) -> u32 {
-        self.position[row as usize]
     }
 
     /// `values` (one per row) read in this order.
@@ -90,6 +87,25 @@ impl<'a> Order<'a> {
             None => gather_values(values, self.rows),
         })
     }
+}
+
+/// The position of each of `height` rows in `rows`: refused unless `rows` lists each once.
+fn positions(rows: &[u32], height: usize) -> PolarsResult<Vec<u32>> {
+    // Rows are u32 (below u32::MAX, which marks a row not yet placed).
+    if height >= u32::MAX as usize || rows.len() != height {
+        polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
+    }
+    let mut position = vec![u32::MAX; height];
+    for (p, &row) in rows.iter().enumerate() {
+        let Some(slot) = position.get_mut(row as usize) else {
+            polars_bail!(ComputeError: "the catalog order names a row outside the frame");
+        };
+        if *slot != u32::MAX {
+            polars_bail!(ComputeError: "the catalog order names a row twice");
+        }
+        *slot = p as u32;
+    }
+    Ok(position)
 }
 
 /// A column's rows in `order`, in one chunk. Numbers, dictionary codes and text views are
@@ -351,7 +367,8 @@ mod tests {
         for dealt in [false, true] {
             assert!(Order::with_plan(&[0, 1], 5, dealt).is_err(), "an order that is not a permutation is refused");
             assert!(Order::with_plan(&[0, 1, 2, 3, 5], 5, dealt).is_err(), "a row outside the frame is refused");
-            assert!(Order::with_plan(&[0, 1, 1, 3, 4], 5, dealt).is_err(), "a row listed twice is refused");
+            let twice = Order::with_plan(&[0, 1, 1, 3, 4], 5, dealt);
+            assert!(twice.is_err() || twice.unwrap().positions().is_err(), "a row listed twice is refused");
             let order = Order::with_plan(&[1, 0], 2, dealt).unwrap();
             assert!(gather(&columns[0], &order).is_err(), "a column longer than the order is refused");
         }

@@ -349,9 +349,7 @@ impl Table {
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
         let mut frame = frame.with_row_index(ROW.into(), None)?;
         tracing::debug!(ms = ms(t), "catalog order");
-        let identity: Vec<u32> = (0..frame.height() as u32).collect();
-        let index = TextIndex::build(&frame, &identity)?;
-        drop(identity);
+        let index = TextIndex::build(&frame)?;
         tracing::debug!(ms = ms(t), "text index");
         let eco_order = positions(&mut frame, &index, &by_id, casas.eco_score)?;
         tracing::debug!(ms = ms(t), "positions");
@@ -422,7 +420,8 @@ impl KeyOrders {
         let (maps, frame) = rayon::join(
             || -> PolarsResult<_> {
                 let ids: Vec<Uuid> = order.values(&ids)?;
-                let by_id: Vec<u32> = by_id.iter().map(|&r| order.position(r)).collect();
+                let position = order.positions()?;
+                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
                 let id_rank: Vec<u32> = order.values(&id_rank)?;
                 Ok((ids, by_id, id_rank))
             },
@@ -486,8 +485,7 @@ impl Table {
         // The ids and the checks beside the dictionaries (two independent passes).
         let (checked, index) = std::thread::scope(|scope| {
             let checked = scope.spawn(|| restored_ids(&frame, &hi, &lo, &eco, n));
-            let identity: Vec<u32> = (0..n as u32).collect();
-            let index = TextIndex::build(&frame, &identity);
+            let index = TextIndex::build(&frame);
             let checked =
                 checked.join().unwrap_or_else(|_| Err(polars_err!(ComputeError: "the prepared table's check stopped")));
             (checked, index)
@@ -1164,7 +1162,7 @@ mod tests {
         for (name, value) in [("marca", "m"), ("modelo", "x"), ("tipo_propulsao", "C"), ("transmissao_tipo", "M")] {
             df.with_column(Column::new(name.into(), vec![value; n])).unwrap();
         }
-        let index = TextIndex::build(&df, &(0..n as u32).collect::<Vec<_>>()).unwrap();
+        let index = TextIndex::build(&df).unwrap();
         let column = df.column("eco_score").unwrap().f64().unwrap().rechunk();
         let array = column.downcast_as_array();
         let score = Scores { values: array.values().as_slice(), valid: array.validity() };
@@ -1214,7 +1212,7 @@ mod tests {
         for (name, value) in [("marca", "m"), ("modelo", "x"), ("tipo_propulsao", "C"), ("transmissao_tipo", "M")] {
             df.with_column(Column::new(name.into(), vec![value; 5])).unwrap();
         }
-        let index = TextIndex::build(&df, &[0, 1, 2, 3, 4]).unwrap();
+        let index = TextIndex::build(&df).unwrap();
         let order = positions(&mut df, &index, &[4, 3, 2, 1, 0], 1).unwrap();
         assert_eq!(order, [1, 3, 0, 4], "score descending, then id");
         let read = |name: &str| -> Vec<Option<u32>> { df.column(name).unwrap().u32().unwrap().iter().collect() };

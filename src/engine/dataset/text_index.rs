@@ -80,9 +80,9 @@ pub struct TextColumn {
 }
 
 impl TextColumn {
-    /// The dictionary of one column; `order` lists the rows in catalog order, so each code's
-    /// rows come out in that order.
-    fn build(param: &'static str, column: &'static str, values: &TextValues, order: &[u32]) -> TextColumn {
+    /// The dictionary of one column; its codes numbered in order of first appearance, each
+    /// code's rows listed in row order (the catalog order of the table's rows).
+    fn build(param: &'static str, column: &'static str, values: &TextValues) -> TextColumn {
         let mut distinct: Vec<&str> = Vec::new();
         let mut codes = vec![NULL_CODE; values.len()];
         let mut rows: Vec<Vec<u32>> = Vec::new();
@@ -95,8 +95,8 @@ impl TextColumn {
             // Already a dictionary: its codes map to ours through a table.
             TextValues::Dictionary(physical, mapping) => {
                 let mut ours: Vec<u32> = Vec::new();
-                for &row in order {
-                    let Some(p) = physical.get(row as usize) else { continue };
+                for (row, p) in physical.iter().enumerate() {
+                    let Some(p) = p else { continue };
                     if ours.len() <= p as usize {
                         ours.resize(p as usize + 1, NULL_CODE);
                     }
@@ -104,14 +104,14 @@ impl TextColumn {
                         ours[p as usize] = code_of(mapping.cat_to_str(p).unwrap_or(""), &mut distinct, &mut rows);
                     }
                     let code = ours[p as usize];
-                    rows[code as usize].push(row);
-                    codes[row as usize] = code;
+                    rows[code as usize].push(row as u32);
+                    codes[row] = code;
                 }
             }
-            TextValues::Plain(_) => {
+            TextValues::Plain(text) => {
                 let mut lookup: PlHashMap<&str, u32> = PlHashMap::new();
-                for &row in order {
-                    let Some(v) = values.get(row as usize) else { continue };
+                for (row, v) in text.iter().enumerate() {
+                    let Some(v) = v else { continue };
                     let code = match lookup.get(v) {
                         Some(c) => *c,
                         None => {
@@ -120,8 +120,8 @@ impl TextColumn {
                             c
                         }
                     };
-                    rows[code as usize].push(row);
-                    codes[row as usize] = code;
+                    rows[code as usize].push(row as u32);
+                    codes[row] = code;
                 }
             }
         }
@@ -163,16 +163,15 @@ pub struct TextIndex {
 }
 
 impl TextIndex {
-    /// Builds the dictionaries of a frame's filterable columns (two at a time).
-    /// `order`: the rows in catalog order (every code's rows are listed in it).
-    pub fn build(df: &DataFrame, order: &[u32]) -> PolarsResult<TextIndex> {
+    /// Builds the dictionaries of a frame's filterable columns, a column per task on every core
+    /// of the pool. The frame's rows are in catalog order, so each code's rows are listed in it.
+    pub fn build(df: &DataFrame) -> PolarsResult<TextIndex> {
         let inputs: Vec<(&'static str, &'static str, TextValues)> = FOLDED
             .iter()
             .map(|(param, column)| Ok((*param, *column, TextValues::of(df.column(column)?)?)))
             .collect::<PolarsResult<_>>()?;
-        // A column per task, on every core of the pool.
         use rayon::prelude::*;
-        let columns = inputs.par_iter().map(|(p, c, v)| TextColumn::build(p, c, v, order)).collect();
+        let columns = inputs.par_iter().map(|(p, c, v)| TextColumn::build(p, c, v)).collect();
         Ok(TextIndex { columns })
     }
 
@@ -296,8 +295,7 @@ mod tests {
             "transmissao_tipo" => [Some("Manual"), None, Some("CVT"), Some("Manual")],
         )
         .unwrap();
-        let identity: Vec<u32> = (0..4).collect();
-        let index = TextIndex::build(&df, &identity).unwrap();
+        let index = TextIndex::build(&df).unwrap();
         let marca = index.column("marca").unwrap();
         assert_eq!(marca.values(), ["Fiat", "FIAT", "Citroën"]);
         assert_eq!(marca.rows(0), [0, 3]);
