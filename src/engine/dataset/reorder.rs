@@ -10,6 +10,7 @@
 //! small enough for the caches, is written out in order.
 
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use polars::prelude::*;
 use polars_arrow::array::{Array, Utf8ViewArray};
@@ -90,22 +91,20 @@ impl<'a> Order<'a> {
 }
 
 /// The position of each of `height` rows in `rows`: refused unless `rows` lists each once.
+/// Written on every core, then checked (a row listed twice keeps only one of its positions).
+/// The slots are atomics written with plain stores: an atomic swap per row would wait for each
+/// slot's cache line in turn, several times slower than one core.
 fn positions(rows: &[u32], height: usize) -> PolarsResult<Vec<u32>> {
-    // Rows are u32 (below u32::MAX, which marks a row not yet placed).
-    if height >= u32::MAX as usize || rows.len() != height {
+    use rayon::prelude::*;
+    if rows.len() != height || rows.par_iter().any(|&row| row as usize >= height) {
         polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
     }
-    let mut position = vec![u32::MAX; height];
-    for (p, &row) in rows.iter().enumerate() {
-        let Some(slot) = position.get_mut(row as usize) else {
-            polars_bail!(ComputeError: "the catalog order names a row outside the frame");
-        };
-        if *slot != u32::MAX {
-            polars_bail!(ComputeError: "the catalog order names a row twice");
-        }
-        *slot = p as u32;
+    let position: Vec<AtomicU32> = (0..height).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+    rows.par_iter().enumerate().for_each(|(p, &row)| position[row as usize].store(p as u32, Ordering::Relaxed));
+    if !rows.par_iter().enumerate().all(|(p, &row)| position[row as usize].load(Ordering::Relaxed) == p as u32) {
+        polars_bail!(ComputeError: "the catalog order names a row twice");
     }
-    Ok(position)
+    Ok(position.into_iter().map(AtomicU32::into_inner).collect())
 }
 
 /// A column's rows in `order`, in one chunk. Numbers, dictionary codes and text views are
@@ -224,29 +223,47 @@ struct Dealt {
 }
 
 impl Dealt {
-    /// The plan of an order given by each row's position in it (a permutation of its length).
+    /// The plan of an order given by each row's position in it (a permutation of its length),
+    /// made on every core: parts of the rows count their rows per block, then each part writes
+    /// its offsets from its own place in each block's run.
     fn new(position: &[u32]) -> Dealt {
+        use rayon::prelude::*;
+        const PART: usize = 1 << 20;
         let n = position.len();
         let blocks = n.div_ceil(1 << BLOCK_BITS);
-        let mut starts = vec![0usize; blocks + 1];
-        for &p in position {
-            starts[(p >> BLOCK_BITS) as usize + 1] += 1;
-        }
-        for b in 1..=blocks {
-            starts[b] += starts[b - 1];
-        }
-        let mut next = starts.clone();
-        let mut offsets = vec![0u32; n];
-        let block_of = position
-            .iter()
-            .map(|&p| {
-                let block = (p >> BLOCK_BITS) as usize;
-                offsets[next[block]] = p & ((1 << BLOCK_BITS) - 1);
-                next[block] += 1;
-                // Positions are below 2^32: blocks below 2^14.
-                block as u16
+        // Positions are below 2^32: blocks below 2^14.
+        let block_of: Vec<u16> = position.par_iter().map(|&p| (p >> BLOCK_BITS) as u16).collect();
+        let counts: Vec<Vec<usize>> = block_of
+            .par_chunks(PART)
+            .map(|part| {
+                let mut count = vec![0usize; blocks];
+                part.iter().for_each(|&b| count[b as usize] += 1);
+                count
             })
             .collect();
+        let mut starts = vec![0usize; blocks + 1];
+        for b in 0..blocks {
+            starts[b + 1] = starts[b] + counts.iter().map(|count| count[b]).sum::<usize>();
+        }
+        // Each part's first slot in each block's run: after the earlier parts' rows.
+        let mut next = starts[..blocks].to_vec();
+        let firsts: Vec<Vec<usize>> = counts
+            .iter()
+            .map(|count| {
+                let first = next.clone();
+                next.iter_mut().zip(count).for_each(|(at, c)| *at += c);
+                first
+            })
+            .collect();
+        let offsets: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+        position.par_chunks(PART).zip(firsts).for_each(|(part, mut next)| {
+            for &p in part {
+                let block = (p >> BLOCK_BITS) as usize;
+                offsets[next[block]].store(p & ((1 << BLOCK_BITS) - 1), Ordering::Relaxed);
+                next[block] += 1;
+            }
+        });
+        let offsets = offsets.into_iter().map(AtomicU32::into_inner).collect();
         Dealt { block_of, starts, offsets }
     }
 
@@ -391,8 +408,9 @@ mod tests {
 
     #[test]
     fn large_frames_are_put_in_order_in_blocks_like_polars_take() {
-        // Several blocks of the two-pass plan, the last one partial.
-        let n = (3 << BLOCK_BITS) + 4321;
+        // Several blocks of the two-pass plan, the last one partial, and several parts of the
+        // rows making the plan.
+        let n = (1 << 21) + 4321;
         let order: Vec<u32> = (0..n as u64).map(|p| ((p * 1_000_003 + 77) % n as u64) as u32).collect();
         let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
         let columns = [
