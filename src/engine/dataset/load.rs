@@ -223,21 +223,7 @@ const DECODE_BATCH_ROWS: usize = 2 * 1024 * 1024;
 /// [`Assembled`]), so the frame is never held twice.
 fn decode_in_batches(bytes: &[u8], metadata: &FileMetadataRef, batch_rows: usize) -> PolarsResult<DataFrame> {
     use rayon::prelude::*;
-    // (first row, rows, row groups) of each batch.
-    let mut batches: Vec<(usize, usize, usize)> = Vec::new();
-    let (mut start, mut len, mut groups) = (0usize, 0usize, 0usize);
-    for group in &metadata.row_groups {
-        let n = group.num_rows();
-        if len > 0 && len + n > batch_rows {
-            batches.push((start, len, groups));
-            (start, len, groups) = (start + len, 0, 0);
-        }
-        len += n;
-        groups += 1;
-    }
-    if len > 0 || batches.is_empty() {
-        batches.push((start, len, groups));
-    }
+    let batches = batches_of(metadata, batch_rows, polars_core::runtime::RAYON.install(rayon::current_num_threads));
     // One mapping per text column, shared by its batches.
     let dtypes: Vec<(&str, DataType)> =
         DICTIONARY_ENCODED.iter().map(|name| (*name, schema::dictionary_dtype())).collect();
@@ -280,6 +266,36 @@ fn decode_in_batches(bytes: &[u8], metadata: &FileMetadataRef, batch_rows: usize
         }
     }
     out.ok_or_else(|| polars_err!(ComputeError: "no rows were decoded"))?.finish()
+}
+
+/// The batches of [`decode_in_batches`], as (first row, rows, row groups): as many whole row
+/// groups as fit in `batch_rows` (at least one). A batch of more row groups than `threads` that
+/// is not the last holds a multiple of `threads` of them (the rest start the next batch): the
+/// row groups of a batch are decoded side by side, and 7 of them on 2 cores left one core idle
+/// for the seventh (a tenth of a 10M-row file's decode).
+fn batches_of(metadata: &FileMetadataRef, batch_rows: usize, threads: usize) -> Vec<(usize, usize, usize)> {
+    let sizes: Vec<usize> = metadata.row_groups.iter().map(|g| g.num_rows()).collect();
+    let threads = threads.max(1);
+    let mut batches = Vec::new();
+    let (mut first, mut start) = (0usize, 0usize);
+    while first < sizes.len() {
+        let mut groups = 1;
+        let mut len = sizes[first];
+        while first + groups < sizes.len() && len + sizes[first + groups] <= batch_rows {
+            len += sizes[first + groups];
+            groups += 1;
+        }
+        if groups > threads && first + groups < sizes.len() {
+            groups -= groups % threads;
+            len = sizes[first..first + groups].iter().sum();
+        }
+        batches.push((start, len, groups));
+        (first, start) = (first + groups, start + len);
+    }
+    if batches.is_empty() {
+        batches.push((0, 0, 0));
+    }
+    batches
 }
 
 /// The frame every Parquet file has: `PAR1` at both ends and a footer length that fits. Returns
@@ -756,6 +772,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Batches hold whole row groups, within the batch size, and (but the last) a multiple of the
+    /// cores when they hold more row groups than cores.
+    #[test]
+    fn batches_split_row_groups_evenly_between_cores() {
+        let mut df = crate::sample::generate_catalog(38 * 64, 3).unwrap();
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes).with_row_group_size(Some(64)).finish(&mut df).unwrap();
+        let metadata = ParquetReader::new(Cursor::new(&bytes)).get_metadata().cloned().unwrap();
+        assert_eq!(metadata.row_groups.len(), 38);
+        let groups = |threads| batches_of(&metadata, 7 * 64, threads).iter().map(|b| b.2).collect::<Vec<_>>();
+        assert_eq!(groups(1), [7, 7, 7, 7, 7, 3]);
+        assert_eq!(groups(2), [6, 6, 6, 6, 6, 6, 2]);
+        assert_eq!(groups(4), [4, 4, 4, 4, 4, 4, 4, 4, 6]);
+        assert_eq!(groups(8), [7, 7, 7, 7, 7, 3]);
+        for threads in [1, 2, 3, 8] {
+            let batches = batches_of(&metadata, 7 * 64, threads);
+            let mut next = 0;
+            for &(start, len, groups) in &batches {
+                assert_eq!((start, len), (next, groups * 64), "{batches:?}");
+                next += len;
+            }
+            assert_eq!(next, 38 * 64);
+        }
+        assert_eq!(batches_of(&metadata, 1, 2).len(), 38, "a row group larger than the batch is a batch");
     }
 
     /// Text read as plain strings is dictionary-encoded with the values the cast would give.

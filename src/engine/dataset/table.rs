@@ -1116,7 +1116,6 @@ impl Cols {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::dataset::schema;
 
     #[test]
     fn plain_ranks_are_the_byte_order_of_the_distinct_values() {
