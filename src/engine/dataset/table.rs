@@ -329,7 +329,16 @@ impl Table {
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
         let mut frame = view;
-        let keys = match keys.filter(|k| k.hold_for(&frame)) {
+        // The band is encoded before it is put in order (its codes are gathered like numbers),
+        // while the key orders are checked against the view.
+        let (keys, band) = rayon::join(
+            || keys.filter(|k| k.hold_for(&frame)),
+            || {
+                let band = frame.column("eco_faixa")?;
+                band.dtype().is_string().then(|| dictionary_encode(band)).transpose()
+            },
+        );
+        let keys = match keys {
             Some(keys) => keys,
             None => {
                 tracing::debug!("key orders computed from the view");
@@ -337,14 +346,12 @@ impl Table {
             }
         };
         tracing::debug!(ms = ms(t), "key orders");
+        if let Some(band) = band? {
+            frame.with_column(band)?;
+        }
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let _ = frame.drop_in_place(ID)?;
-        // The band is encoded before it is put in order: its codes are gathered like numbers.
-        if frame.column("eco_faixa")?.dtype().is_string() {
-            let band = dictionary_encode(frame.column("eco_faixa")?)?;
-            frame.with_column(band)?;
-        }
         let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
         let mut frame = frame.with_row_index(ROW.into(), None)?;
@@ -983,12 +990,13 @@ fn plain_ranks(text: &StringChunked) -> Vec<u32> {
         .flat_map(|(p, (_, distinct))| distinct.iter().enumerate().map(move |(c, v)| (*v, p as u32, c as u32)))
         .collect();
     all.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+    // Where a new value starts, found on every core (comparing neighbours reads strings from
+    // anywhere in memory), then each part's codes mapped to their ranks.
+    let starts: Vec<bool> = (0..all.len()).into_par_iter().map(|i| i > 0 && all[i - 1].0 != all[i].0).collect();
     let mut maps: Vec<Vec<u32>> = local.iter().map(|(_, distinct)| vec![0; distinct.len()]).collect();
     let mut rank = 0u32;
-    for (i, &(value, p, c)) in all.iter().enumerate() {
-        if i > 0 && all[i - 1].0 != value {
-            rank += 1;
-        }
+    for (&(_, p, c), &new) in all.iter().zip(&starts) {
+        rank += new as u32;
         maps[p as usize][c as usize] = rank;
     }
     local
