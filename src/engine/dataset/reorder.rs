@@ -427,7 +427,7 @@ mod tests {
             assert!(ours.as_materialized_series().equals_missing(theirs.as_materialized_series()), "{}", c.name());
         }
         let frame = DataFrame::new_infer_height(columns.to_vec()).unwrap();
-        let ordered = reorder(frame.clone(), &Order::new(&order, n).unwrap()).unwrap();
+        let ordered = reorder(frame.clone(), &Order::with_plan(&order, n, true).unwrap()).unwrap();
         assert!(ordered.equals_missing(&frame.take(&idx).unwrap()));
     }
 }
