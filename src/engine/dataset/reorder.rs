@@ -224,46 +224,20 @@ struct Dealt {
 
 impl Dealt {
     /// The plan of an order given by each row's position in it (a permutation of its length),
-    /// made on every core: parts of the rows count their rows per block, then each part writes
-    /// its offsets from its own place in each block's run.
+    /// made on every core: the rows listed by block (see [`listed_by_key`]), each as its offset in
+    /// its block.
     fn new(position: &[u32]) -> Dealt {
         use rayon::prelude::*;
-        const PART: usize = 1 << 20;
-        let n = position.len();
-        let blocks = n.div_ceil(1 << BLOCK_BITS);
+        let blocks = position.len().div_ceil(1 << BLOCK_BITS);
         // Positions are below 2^32: blocks below 2^14.
         let block_of: Vec<u16> = position.par_iter().map(|&p| (p >> BLOCK_BITS) as u16).collect();
-        let counts: Vec<Vec<usize>> = block_of
-            .par_chunks(PART)
-            .map(|part| {
-                let mut count = vec![0usize; blocks];
-                part.iter().for_each(|&b| count[b as usize] += 1);
-                count
-            })
-            .collect();
-        let mut starts = vec![0usize; blocks + 1];
-        for b in 0..blocks {
-            starts[b + 1] = starts[b] + counts.iter().map(|count| count[b]).sum::<usize>();
-        }
-        // Each part's first slot in each block's run: after the earlier parts' rows.
-        let mut next = starts[..blocks].to_vec();
-        let firsts: Vec<Vec<usize>> = counts
-            .iter()
-            .map(|count| {
-                let first = next.clone();
-                next.iter_mut().zip(count).for_each(|(at, c)| *at += c);
-                first
-            })
-            .collect();
-        let offsets: Vec<AtomicU32> = (0..n).into_par_iter().map(|_| AtomicU32::new(0)).collect();
-        position.par_chunks(PART).zip(firsts).for_each(|(part, mut next)| {
-            for &p in part {
-                let block = (p >> BLOCK_BITS) as usize;
-                offsets[next[block]].store(p & ((1 << BLOCK_BITS) - 1), Ordering::Relaxed);
-                next[block] += 1;
-            }
-        });
-        let offsets = offsets.into_iter().map(AtomicU32::into_inner).collect();
+        let (offsets, starts) = listed_by_key(
+            position,
+            blocks,
+            1 << 20,
+            |p| Some((p >> BLOCK_BITS) as usize),
+            |p| p & ((1 << BLOCK_BITS) - 1),
+        );
         Dealt { block_of, starts, offsets }
     }
 
@@ -299,6 +273,54 @@ impl Dealt {
             })
         }
     }
+}
+
+/// A stable counting sort on every core: `value(item)` for each of `items` that has a key
+/// (below `keys`), listed by key, each key's items in their order in `items`; with where each
+/// key's run starts (one more entry than keys). Parts of `part` items count their items per key
+/// side by side, then each part writes its items from its own place in each key's run. The slots
+/// are atomics written with plain stores, each exactly once.
+pub fn listed_by_key(
+    items: &[u32],
+    keys: usize,
+    part: usize,
+    key: impl Fn(u32) -> Option<usize> + Sync,
+    value: impl Fn(u32) -> u32 + Sync,
+) -> (Vec<u32>, Vec<usize>) {
+    use rayon::prelude::*;
+    let part = part.max(1);
+    let counts: Vec<Vec<usize>> = items
+        .par_chunks(part)
+        .map(|items| {
+            let mut count = vec![0usize; keys];
+            items.iter().filter_map(|&item| key(item)).for_each(|k| count[k] += 1);
+            count
+        })
+        .collect();
+    let mut starts = vec![0usize; keys + 1];
+    for k in 0..keys {
+        starts[k + 1] = starts[k] + counts.iter().map(|count| count[k]).sum::<usize>();
+    }
+    // Each part's first slot in each key's run: after the earlier parts' items.
+    let mut next = starts[..keys].to_vec();
+    let firsts: Vec<Vec<usize>> = counts
+        .iter()
+        .map(|count| {
+            let first = next.clone();
+            next.iter_mut().zip(count).for_each(|(at, c)| *at += c);
+            first
+        })
+        .collect();
+    let listed: Vec<AtomicU32> = (0..starts[keys]).into_par_iter().map(|_| AtomicU32::new(0)).collect();
+    items.par_chunks(part).zip(firsts).for_each(|(items, mut next)| {
+        for &item in items {
+            if let Some(k) = key(item) {
+                listed[next[k]].store(value(item), Ordering::Relaxed);
+                next[k] += 1;
+            }
+        }
+    });
+    (listed.into_iter().map(AtomicU32::into_inner).collect(), starts)
 }
 
 /// A vector of `n` values written by `write` into its uninitialised slots.
@@ -429,5 +451,21 @@ mod tests {
         let frame = DataFrame::new_infer_height(columns.to_vec()).unwrap();
         let ordered = reorder(frame.clone(), &Order::with_plan(&order, n, true).unwrap()).unwrap();
         assert!(ordered.equals_missing(&frame.take(&idx).unwrap()));
+    }
+
+    #[test]
+    fn items_listed_by_key_keep_their_order_within_a_key() {
+        let items: Vec<u32> = (0..1000).map(|i| (i * 7919) % 1000).collect();
+        // Keys 0-4 by the item's last digit (5-9 have none), in parts of 64 items.
+        let key = |item: u32| ((item % 10) < 5).then_some((item % 10) as usize);
+        let (listed, starts) = listed_by_key(&items, 5, 64, key, |item| item * 2);
+        let mut want: Vec<u32> = Vec::new();
+        let mut want_starts = vec![0];
+        for k in 0..5 {
+            want.extend(items.iter().filter(|&&i| key(i) == Some(k)).map(|i| i * 2));
+            want_starts.push(want.len());
+        }
+        assert_eq!(listed, want);
+        assert_eq!(starts, want_starts);
     }
 }

@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::formula::Casas;
 use super::publish::round_published;
-use super::reorder::{reorder, Order};
+use super::reorder::{listed_by_key, reorder, Order};
 use super::schema::{dictionary_encode, parse_uuids, text_codes, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
@@ -784,43 +784,11 @@ fn positions_counted(
         }
         UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, values, Some(valid.into()))
     };
-    // The scored rows by score (best first), then id: the rows by id, each placed after the
-    // rows of better levels and the rows of its level seen before it. Parts of the rows by id
-    // count their rows per level, then each writes its rows from its own place in each level's
-    // run, side by side (slots written with plain stores: every one exactly once).
+    // The scored rows by score (best first), then id: the rows by id listed by level, each level's
+    // run after the better levels' (its first position), on every core.
     let by_score = || -> Vec<u32> {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        let counts: Vec<Vec<u32>> = by_id
-            .par_chunks(part)
-            .map(|rows| {
-                let mut at_level = vec![0u32; count];
-                for &row in rows {
-                    if let Some(l) = levels.get(row as usize).filter(|&&l| l != u32::MAX) {
-                        at_level[*l as usize] += 1;
-                    }
-                }
-                at_level
-            })
-            .collect();
-        let mut next: Vec<u32> = global_at.iter().map(|p| p - 1).collect();
-        let firsts: Vec<Vec<u32>> = counts
-            .iter()
-            .map(|at_level| {
-                let first = next.clone();
-                next.iter_mut().zip(at_level).for_each(|(slot, c)| *slot += c);
-                first
-            })
-            .collect();
-        let order: Vec<AtomicU32> = (0..scored).into_par_iter().map(|_| AtomicU32::new(0)).collect();
-        by_id.par_chunks(part).zip(firsts).for_each(|(rows, mut next)| {
-            for &row in rows {
-                if let Some(l) = levels.get(row as usize).filter(|&&l| l != u32::MAX) {
-                    order[next[*l as usize] as usize].store(row, Ordering::Relaxed);
-                    next[*l as usize] += 1;
-                }
-            }
-        });
-        order.into_iter().map(AtomicU32::into_inner).collect()
+        let level = |row: u32| levels.get(row as usize).filter(|&&l| l != u32::MAX).map(|&l| l as usize);
+        listed_by_key(by_id, count, part, level, |row| row).0
     };
     let ((categoria, combustivel), order) =
         rayon::join(|| rayon::join(|| group_positions(0), || group_positions(1)), by_score);
