@@ -1,7 +1,7 @@
 //! The lifecycle of one export: read and check it (`schema`, `load`), derive the published
-//! metrics (`views`, `publish`), build the served table (`table`, `reorder`, `text_index`), wrap it as an
-//! immutable snapshot (`snapshot`), serve the current one (`store`) and replace it when the export
-//! changes (`reload`).
+//! metrics (`views`, `publish`), build the served table (`table`, `reorder`, `text_index`,
+//! `text_rank`), wrap it as an immutable snapshot (`snapshot`), serve the current one (`store`)
+//! and replace it when the export changes (`reload`).
 
 pub mod answers;
 pub mod assemble;
@@ -19,4 +19,5 @@ pub mod state;
 pub mod store;
 pub mod table;
 pub mod text_index;
+pub mod text_rank;
 pub mod views;

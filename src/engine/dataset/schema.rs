@@ -3,6 +3,7 @@
 use std::fmt;
 
 use polars::prelude::*;
+use polars_arrow::array::Utf8ViewArray;
 use uuid::Uuid;
 
 /// Logical type of an input column.
@@ -109,29 +110,87 @@ pub fn is_dictionary_dtype(dtype: &DataType) -> bool {
 /// Parquet dictionary's values do), so a string is hashed once per distinct view of a chunk
 /// rather than once per row.
 pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
-    use polars_arrow::array::Array;
     let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
-    let mut distinct: Vec<&str> = Vec::new();
-    let mut by_text: PlHashMap<&str, u32> = PlHashMap::new();
+    let mut coder = Coder::default();
     for arr in text.downcast_iter() {
         let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
-        for (i, view) in arr.views().iter().enumerate() {
+        coder.by_view(arr, 0, arr.views(), &mut by_view, &mut codes);
+    }
+    (codes, coder.distinct)
+}
+
+/// [`text_codes`] for a column of many distinct values, where most views may be new: the map of
+/// views is given up once it stops paying. When it holds more views than a large dictionary's
+/// and more than half the rows seen (long strings written plainly, each row's view pointing at
+/// its own bytes), it would only add a lookup and an entry per row: the rest of the chunk is
+/// coded by text alone.
+pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
+    use polars_arrow::array::Array;
+    let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
+    let mut coder = Coder::default();
+    for arr in text.downcast_iter() {
+        let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
+        let mut done = 0;
+        for block in arr.views().chunks(VIEW_CHECK_ROWS) {
+            if by_view.len() > VIEW_MAP_MAX && by_view.len() * 2 > done {
+                break;
+            }
+            coder.by_view(arr, done, block, &mut by_view, &mut codes);
+            done += block.len();
+        }
+        drop(by_view);
+        for i in done..arr.len() {
+            codes.push(arr.is_valid(i).then(|| coder.code(arr.value(i))));
+        }
+    }
+    (codes, coder.distinct)
+}
+
+/// The distinct strings of [`text_codes`] as they are found, with their codes.
+#[derive(Default)]
+struct Coder<'a> {
+    distinct: Vec<&'a str>,
+    by_text: PlHashMap<&'a str, u32>,
+}
+
+impl<'a> Coder<'a> {
+    fn code(&mut self, value: &'a str) -> u32 {
+        let distinct = &mut self.distinct;
+        *self.by_text.entry(value).or_insert_with(|| {
+            distinct.push(value);
+            distinct.len() as u32 - 1
+        })
+    }
+
+    /// Codes `views`, the rows of `arr` from `first` on, by their views first (a string hashed
+    /// once per distinct view).
+    #[inline(always)]
+    fn by_view(
+        &mut self,
+        arr: &'a Utf8ViewArray,
+        first: usize,
+        views: &[polars_arrow::array::View],
+        by_view: &mut PlHashMap<u128, u32>,
+        codes: &mut Vec<Option<u32>>,
+    ) {
+        use polars_arrow::array::Array;
+        for (k, view) in views.iter().enumerate() {
+            let i = first + k;
             if !arr.is_valid(i) {
                 codes.push(None);
                 continue;
             }
-            let code = *by_view.entry(view.as_u128()).or_insert_with(|| {
-                let value = arr.value(i);
-                *by_text.entry(value).or_insert_with(|| {
-                    distinct.push(value);
-                    distinct.len() as u32 - 1
-                })
-            });
+            let code = *by_view.entry(view.as_u128()).or_insert_with(|| self.code(arr.value(i)));
             codes.push(Some(code));
         }
     }
-    (codes, distinct)
 }
+
+/// How often [`text_codes_of_many`] checks whether its map of views still pays (rows).
+const VIEW_CHECK_ROWS: usize = 4096;
+
+/// Views [`text_codes_of_many`] always keeps a map of (a large dictionary's: a few megabytes).
+const VIEW_MAP_MAX: usize = 1 << 16;
 
 /// A text column dictionary-encoded with a mapping of its own ([`dictionary_dtype`]), each
 /// distinct string hashed once (see [`text_codes`]).
@@ -626,6 +685,23 @@ mod tests {
         let (codes, distinct) = text_codes(column.str().unwrap());
         assert_eq!(distinct, ["x", long, "y"]);
         assert_eq!(codes, [Some(0), Some(1), None, Some(0), Some(1), Some(1), Some(2), None, Some(0)]);
+    }
+
+    #[test]
+    fn many_distinct_values_are_coded_like_few() {
+        // Long strings, each row's own bytes (a view per row), three rows per value: past
+        // VIEW_MAP_MAX views the map of views is given up and the rest is coded by text alone.
+        let rows = 3 * VIEW_MAP_MAX + 12_345;
+        let values: Vec<Option<String>> =
+            (0..rows).map(|i| (i % 101 != 0).then(|| format!("a version of a model number {}", (i * 7) % (rows / 3)))).collect();
+        let mut column = StringChunked::new("t".into(), &values[..rows / 2]);
+        column.append(&StringChunked::new("t".into(), &values[rows / 2..])).unwrap();
+        let (few, few_distinct) = text_codes(&column);
+        let (many, many_distinct) = text_codes_of_many(&column);
+        assert_eq!(few, many);
+        assert_eq!(few_distinct, many_distinct);
+        let decoded: Vec<Option<String>> = many.iter().map(|c| c.map(|c| many_distinct[c as usize].to_string())).collect();
+        assert_eq!(decoded, values);
     }
 
     #[test]

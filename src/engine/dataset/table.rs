@@ -15,7 +15,8 @@ use uuid::Uuid;
 use super::formula::Casas;
 use super::publish::round_published;
 use super::reorder::{listed_by_key, reorder, Order};
-use super::schema::{dictionary_encode, parse_uuids, text_codes, IdOrder, ID};
+use super::schema::{dictionary_encode, parse_uuids, text_codes_of_many, IdOrder, ID};
+use super::text_rank::dense_ranks;
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
 
@@ -943,29 +944,26 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
 
 /// The rank of each row's text among the column's distinct values (byte order; a null ranks
 /// 0). Many values (a model's versions: a million distinct at 10M rows): parts of the rows find
-/// their distinct values side by side (see `text_codes`), the parts' values are sorted together,
-/// then each row takes its value's rank. A version is shared by several rows in real exports, so
-/// this sorts far fewer strings than the rows.
+/// their distinct values side by side (see `text_codes_of_many`), the parts' values are ranked
+/// together eight bytes at a time (see `text_rank`), then each row takes its value's rank. A
+/// version is shared by several rows in real exports, so this sorts far fewer strings than the
+/// rows.
 fn plain_ranks(text: &StringChunked) -> Vec<u32> {
     use rayon::prelude::*;
     let n = text.len();
     let step = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
     let parts: Vec<StringChunked> = (0..n).step_by(step).map(|start| text.slice(start as i64, step)).collect();
-    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(text_codes).collect();
-    let mut all: Vec<(&str, u32, u32)> = local
-        .iter()
-        .enumerate()
-        .flat_map(|(p, (_, distinct))| distinct.iter().enumerate().map(move |(c, v)| (*v, p as u32, c as u32)))
-        .collect();
-    all.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-    // Where a new value starts, found on every core (comparing neighbours reads strings from
-    // anywhere in memory), then each part's codes mapped to their ranks.
-    let starts: Vec<bool> = (0..all.len()).into_par_iter().map(|i| i > 0 && all[i - 1].0 != all[i].0).collect();
-    let mut maps: Vec<Vec<u32>> = local.iter().map(|(_, distinct)| vec![0; distinct.len()]).collect();
-    let mut rank = 0u32;
-    for (&(_, p, c), &new) in all.iter().zip(&starts) {
-        rank += new as u32;
-        maps[p as usize][c as usize] = rank;
+    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(text_codes_of_many).collect();
+    // The parts' distinct values one after another, ranked together; each part's codes then
+    // read their ranks from its own stretch of them.
+    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
+    let ranks = dense_ranks(&all);
+    let mut maps: Vec<&[u32]> = Vec::with_capacity(local.len());
+    let mut rest = &ranks[..];
+    for (_, distinct) in &local {
+        let (map, after) = rest.split_at(distinct.len());
+        maps.push(map);
+        rest = after;
     }
     local
         .par_iter()
