@@ -207,14 +207,44 @@ pub fn dictionary_encode_as(column: &Column, dtype: DataType) -> PolarsResult<Co
     let (codes, distinct) = text_codes(column.str()?);
     let cats: Vec<u32> = distinct.iter().map(|v| mapping.insert_cat(v)).collect::<PolarsResult<_>>()?;
     let physical: UInt32Chunked = codes.iter().map(|c| c.map(|c| cats[c as usize])).collect();
-    // SAFETY: every code was returned by this dtype's own mapping.
-    let encoded = unsafe {
-        CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(
-            physical.with_name(column.name().clone()),
-            dtype,
-        )
+    Ok(categorical(physical.with_name(column.name().clone()), dtype))
+}
+
+/// [`dictionary_encode`] of a column in several chunks (a view computed by parts of the rows),
+/// each chunk coded on a core of its own; one chunk of codes per chunk. The dictionary takes the
+/// chunks' distinct values in the chunks' order: its codes are the ones one pass would give.
+pub fn dictionary_encode_by_chunks(column: &Column) -> PolarsResult<Column> {
+    use rayon::prelude::*;
+    let dtype = dictionary_dtype();
+    let DataType::Categorical(_, mapping) = &dtype else {
+        polars_bail!(ComputeError: "the dictionary type is not categorical");
     };
-    Ok(encoded.into_series().into_column())
+    let text = column.str()?;
+    let chunks: Vec<StringChunked> =
+        text.downcast_iter().map(|arr| StringChunked::with_chunk(text.name().clone(), arr.clone())).collect();
+    let found: Vec<(Vec<Option<u32>>, Vec<&str>)> = chunks.par_iter().map(text_codes).collect();
+    let cats: Vec<Vec<u32>> = found
+        .iter()
+        .map(|(_, distinct)| distinct.iter().map(|v| mapping.insert_cat(v)).collect::<PolarsResult<_>>())
+        .collect::<PolarsResult<_>>()?;
+    let parts: Vec<UInt32Chunked> = found
+        .par_iter()
+        .zip(&cats)
+        .map(|((codes, _), cats)| codes.iter().map(|c| c.map(|c| cats[c as usize])).collect())
+        .collect();
+    let mut parts = parts.into_iter();
+    let mut physical = parts.next().unwrap_or_else(|| UInt32Chunked::full_null(PlSmallStr::EMPTY, 0));
+    for part in parts {
+        physical.append(&part)?;
+    }
+    Ok(categorical(physical.with_name(column.name().clone()), dtype))
+}
+
+/// Codes of a [`dictionary_dtype`] as its column.
+fn categorical(physical: UInt32Chunked, dtype: DataType) -> Column {
+    // SAFETY: every code was returned by this dtype's own mapping.
+    let encoded = unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(physical, dtype) };
+    encoded.into_series().into_column()
 }
 
 /// Every input column except `id`, in canonical order.
@@ -685,6 +715,33 @@ mod tests {
         let (codes, distinct) = text_codes(column.str().unwrap());
         assert_eq!(distinct, ["x", long, "y"]);
         assert_eq!(codes, [Some(0), Some(1), None, Some(0), Some(1), Some(1), Some(2), None, Some(0)]);
+    }
+
+    #[test]
+    fn text_in_chunks_is_encoded_like_one_pass() {
+        let long = |i: usize| format!("a band name longer than twelve bytes {}", i % 7);
+        let mut column = Series::new("t".into(), [Some(long(3)), None, Some("A".into())]);
+        for part in 0..40 {
+            let values: Vec<Option<String>> =
+                (0..500).map(|i| (i % 13 != 0).then(|| if i % 3 == 0 { long(i + part) } else { format!("{}", (i + part) % 5) })).collect();
+            column.append(&Series::new("t".into(), values)).unwrap();
+        }
+        assert_eq!(column.n_chunks(), 41);
+        let column = column.into_column();
+        let one = dictionary_encode(&column).unwrap();
+        let chunked = dictionary_encode_by_chunks(&column).unwrap();
+        assert_eq!(chunked.n_chunks(), 41);
+        assert_eq!(chunked.name(), column.name());
+        let text = |c: &Column| -> Vec<Option<String>> {
+            c.cast(&DataType::String).unwrap().str().unwrap().iter().map(|v| v.map(String::from)).collect()
+        };
+        assert_eq!(text(&chunked), text(&column));
+        // The same codes as one pass: the dictionary takes the values in the order they come.
+        let codes = |c: &Column| -> Vec<Option<u32>> {
+            c.as_materialized_series().to_physical_repr().u32().unwrap().iter().collect()
+        };
+        assert_eq!(codes(&chunked), codes(&one));
+        assert_eq!(codes(&chunked)[..3], [Some(0), None, Some(1)]);
     }
 
     #[test]
