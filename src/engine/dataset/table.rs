@@ -415,6 +415,7 @@ impl KeyOrders {
     /// unordered source released once gathered, while the ids and their positions are mapped
     /// beside them. A frame already in order is returned as it is (in one chunk per column).
     pub fn put_in_order(self, frame: DataFrame) -> PolarsResult<(DataFrame, IdOrder, Vec<u32>)> {
+        use rayon::prelude::*;
         let KeyOrders { order, id_rank, catalog, columns } = self;
         drop(columns);
         if catalog.iter().enumerate().all(|(p, &row)| p as u32 == row) {
@@ -429,7 +430,7 @@ impl KeyOrders {
             || -> PolarsResult<_> {
                 let ids: Vec<Uuid> = order.values(&ids)?;
                 let position = order.positions()?;
-                let by_id: Vec<u32> = by_id.iter().map(|&r| position[r as usize]).collect();
+                let by_id: Vec<u32> = by_id.par_iter().map(|&r| position[r as usize]).collect();
                 let id_rank: Vec<u32> = order.values(&id_rank)?;
                 Ok((ids, by_id, id_rank))
             },
