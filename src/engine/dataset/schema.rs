@@ -722,8 +722,9 @@ mod tests {
         let long = |i: usize| format!("a band name longer than twelve bytes {}", i % 7);
         let mut column = Series::new("t".into(), [Some(long(3)), None, Some("A".into())]);
         for part in 0..40 {
-            let values: Vec<Option<String>> =
-                (0..500).map(|i| (i % 13 != 0).then(|| if i % 3 == 0 { long(i + part) } else { format!("{}", (i + part) % 5) })).collect();
+            let values: Vec<Option<String>> = (0..500)
+                .map(|i| (i % 13 != 0).then(|| if i % 3 == 0 { long(i + part) } else { format!("{}", (i + part) % 5) }))
+                .collect();
             column.append(&Series::new("t".into(), values)).unwrap();
         }
         assert_eq!(column.n_chunks(), 41);
@@ -749,15 +750,17 @@ mod tests {
         // Long strings, each row's own bytes (a view per row), three rows per value: past
         // VIEW_MAP_MAX views the map of views is given up and the rest is coded by text alone.
         let rows = 3 * VIEW_MAP_MAX + 12_345;
-        let values: Vec<Option<String>> =
-            (0..rows).map(|i| (i % 101 != 0).then(|| format!("a version of a model number {}", (i * 7) % (rows / 3)))).collect();
+        let values: Vec<Option<String>> = (0..rows)
+            .map(|i| (i % 101 != 0).then(|| format!("a version of a model number {}", (i * 7) % (rows / 3))))
+            .collect();
         let mut column = StringChunked::new("t".into(), &values[..rows / 2]);
         column.append(&StringChunked::new("t".into(), &values[rows / 2..])).unwrap();
         let (few, few_distinct) = text_codes(&column);
         let (many, many_distinct) = text_codes_of_many(&column);
         assert_eq!(few, many);
         assert_eq!(few_distinct, many_distinct);
-        let decoded: Vec<Option<String>> = many.iter().map(|c| c.map(|c| many_distinct[c as usize].to_string())).collect();
+        let decoded: Vec<Option<String>> =
+            many.iter().map(|c| c.map(|c| many_distinct[c as usize].to_string())).collect();
         assert_eq!(decoded, values);
     }
 

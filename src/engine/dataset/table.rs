@@ -16,9 +16,9 @@ use super::formula::Casas;
 use super::publish::round_published;
 use super::reorder::{listed_by_key, reorder, Order};
 use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, IdOrder, ID};
-use super::text_rank::dense_ranks;
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
+use super::text_rank::dense_ranks;
 
 /// A dataset-only value, or why it could not be computed.
 type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
@@ -471,11 +471,15 @@ fn same_memory(a: &Series, b: &Series) -> bool {
             (Some(x), Some(y)) => x.as_slice() == y.as_slice(),
             _ => false,
         };
-        let same_values = match (a.as_any().downcast_ref::<Utf8ViewArray>(), b.as_any().downcast_ref::<Utf8ViewArray>()) {
+        let same_values = match (a.as_any().downcast_ref::<Utf8ViewArray>(), b.as_any().downcast_ref::<Utf8ViewArray>())
+        {
             (Some(a), Some(b)) => {
                 std::ptr::eq(a.views().as_ptr(), b.views().as_ptr())
                     && a.data_buffers().len() == b.data_buffers().len()
-                    && a.data_buffers().iter().zip(b.data_buffers().iter()).all(|(x, y)| std::ptr::eq(x.as_ptr(), y.as_ptr()))
+                    && a.data_buffers()
+                        .iter()
+                        .zip(b.data_buffers().iter())
+                        .all(|(x, y)| std::ptr::eq(x.as_ptr(), y.as_ptr()))
             }
             _ => primitive::<u32>(a, b) || primitive::<i32>(a, b),
         };
