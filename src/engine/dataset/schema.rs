@@ -206,8 +206,7 @@ pub fn dictionary_encode_as(column: &Column, dtype: DataType) -> PolarsResult<Co
     };
     let (codes, distinct) = text_codes(column.str()?);
     let cats: Vec<u32> = distinct.iter().map(|v| mapping.insert_cat(v)).collect::<PolarsResult<_>>()?;
-    let physical: UInt32Chunked = codes.iter().map(|c| c.map(|c| cats[c as usize])).collect();
-    Ok(categorical(physical.with_name(column.name().clone()), dtype))
+    Ok(categorical(physical(&codes, &cats).with_name(column.name().clone()), dtype))
 }
 
 /// [`dictionary_encode`] of a column in several chunks (a view computed by parts of the rows),
@@ -227,17 +226,19 @@ pub fn dictionary_encode_by_chunks(column: &Column) -> PolarsResult<Column> {
         .iter()
         .map(|(_, distinct)| distinct.iter().map(|v| mapping.insert_cat(v)).collect::<PolarsResult<_>>())
         .collect::<PolarsResult<_>>()?;
-    let parts: Vec<UInt32Chunked> = found
-        .par_iter()
-        .zip(&cats)
-        .map(|((codes, _), cats)| codes.iter().map(|c| c.map(|c| cats[c as usize])).collect())
-        .collect();
+    let parts: Vec<UInt32Chunked> =
+        found.par_iter().zip(&cats).map(|((codes, _), cats)| physical(codes, cats)).collect();
     let mut parts = parts.into_iter();
     let mut physical = parts.next().unwrap_or_else(|| UInt32Chunked::full_null(PlSmallStr::EMPTY, 0));
     for part in parts {
         physical.append(&part)?;
     }
     Ok(categorical(physical.with_name(column.name().clone()), dtype))
+}
+
+/// The dictionary's codes of [`text_codes`]' codes, `cats` holding the dictionary's code of each.
+fn physical(codes: &[Option<u32>], cats: &[u32]) -> UInt32Chunked {
+    codes.iter().map(|c| c.map(|c| cats[c as usize])).collect()
 }
 
 /// Codes of a [`dictionary_dtype`] as its column.

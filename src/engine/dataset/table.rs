@@ -456,7 +456,8 @@ impl KeyOrders {
 
 /// Whether two columns are the same values in the same memory (a column the views passed
 /// through, shared rather than copied): then they are equal without reading them, where
-/// comparing a 10M-row column of ids reads 720 MB of text.
+/// comparing a 10M-row column of ids reads 720 MB of text. Text, 32-bit integers and dictionary
+/// codes (the key columns' types) are recognised; any other column is `false` here, and compared.
 fn same_memory(a: &Series, b: &Series) -> bool {
     use polars_arrow::array::{Array, PrimitiveArray, Utf8ViewArray};
     fn primitive<T: polars_arrow::types::NativeType>(a: &dyn Array, b: &dyn Array) -> bool {
