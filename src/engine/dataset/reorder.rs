@@ -13,7 +13,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use polars::prelude::*;
-use polars_arrow::array::{Array, Utf8ViewArray};
+use polars_arrow::array::{Array, PrimitiveArray, Utf8ViewArray};
 use polars_arrow::bitmap::Bitmap;
 
 /// Frames from this many rows are put in order in two passes ([`Dealt`]); smaller ones in one
@@ -22,7 +22,8 @@ use polars_arrow::bitmap::Bitmap;
 const DEALT_MIN_ROWS: usize = 1 << 22;
 
 /// The frame's rows put in `order` (made for its height), each unordered source released as
-/// soon as it is gathered: the peak is one frame plus a column per core.
+/// soon as it is gathered: the peak is one frame plus a column per core. A large frame's columns
+/// held by nothing else are put in order in their own memory (see [`gather_owned`]).
 pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
     use rayon::prelude::*;
     let names: Vec<PlSmallStr> = frame.get_column_names_owned();
@@ -30,7 +31,7 @@ pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
     drop(frame);
     // Column by column on every core, each source dropped once gathered (so about one column
     // per core is held twice at a time), no core waiting on another's column.
-    let columns = sources.into_par_iter().map(|c| gather(&c, order)).collect::<PolarsResult<Vec<Column>>>()?;
+    let columns = sources.into_par_iter().map(|c| gather_owned(c, order)).collect::<PolarsResult<Vec<Column>>>()?;
     DataFrame::new_infer_height(columns)
 }
 
@@ -76,6 +77,27 @@ impl<'a> Order<'a> {
 
     fn len(&self) -> usize {
         self.rows.len()
+    }
+
+    /// `values` (one per row) put in this order where they are. With the two-pass plan only the
+    /// dealt copy is allocated (and freed once they are written back), not a second column.
+    pub fn permute<V: Copy>(&self, values: &mut [V]) -> PolarsResult<()> {
+        if values.len() != self.len() {
+            polars_bail!(ComputeError: "a column is not as long as the catalog order");
+        }
+        match &self.dealt {
+            Some(dealt) => {
+                let runs = dealt.deal(values);
+                // SAFETY: `&mut [V]` slots are initialised, and `MaybeUninit<V>` has `V`'s layout.
+                let slots = unsafe { &mut *(values as *mut [V] as *mut [MaybeUninit<V>]) };
+                dealt.place(&runs, slots);
+            }
+            None => {
+                let gathered = gather_values(values, self.rows);
+                values.copy_from_slice(&gathered);
+            }
+        }
+        Ok(())
     }
 
     /// `values` (one per row) read in this order.
@@ -150,6 +172,78 @@ pub fn gather(column: &Column, order: &Order) -> PolarsResult<Column> {
         _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order.rows)),
     };
     Ok(out.into_column())
+}
+
+/// [`gather`] of a column no longer needed in its own order. With the two-pass plan, a column
+/// of one chunk whose values nothing else holds is put in order in its own memory: at 10M rows
+/// gathering every column into new memory faulted in some 700 MB of fresh pages, which a
+/// virtual machine's host may first have to give back. Anything else is gathered as by
+/// [`gather`].
+pub fn gather_owned(column: Column, order: &Order) -> PolarsResult<Column> {
+    if order.dealt.is_none() || column.n_chunks() != 1 || order.len() != column.len() {
+        return gather(&column, order);
+    }
+    let dtype = column.dtype().clone();
+    let series = column.take_materialized_series();
+    let out = match &dtype {
+        DataType::Float64 => permuted_numeric(series.f64()?.clone(), order, series)?.into_series(),
+        DataType::Int32 => permuted_numeric(series.i32()?.clone(), order, series)?.into_series(),
+        DataType::UInt32 => permuted_numeric(series.u32()?.clone(), order, series)?.into_series(),
+        DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
+            let codes = series.cat32()?.physical().clone();
+            let codes = permuted_numeric(codes, order, series)?;
+            // SAFETY: the codes are the column's own, under its own dictionary.
+            unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
+                .into_series()
+        }
+        DataType::String => {
+            let ca = series.str()?.clone();
+            drop(series);
+            let name = ca.name().clone();
+            let Some(arr) = ca.downcast_into_iter().next() else {
+                polars_bail!(ComputeError: "a text column has no chunk")
+            };
+            let arrow_dtype = arr.dtype().clone();
+            let (mut views, buffers, validity, total_bytes_len, total_buffer_len) = arr.into_inner();
+            let validity = validity.map(|bits| gather_bits(&bits, order.rows));
+            permuted_buffer(&mut views, order)?;
+            // SAFETY: the array's own views, each still pointing into the same buffers (valid
+            // UTF-8 there), in another order; lengths and buffers unchanged.
+            let arr = unsafe {
+                Utf8ViewArray::new_unchecked(arrow_dtype, views, buffers, validity, total_bytes_len, total_buffer_len)
+            };
+            StringChunked::with_chunk(name, arr).into_series()
+        }
+        _ => return gather(&series.into_column(), order),
+    };
+    Ok(out.into_column())
+}
+
+/// A one-chunk numeric column in `order`, in its own memory when `ca` is its only holder once
+/// `series` (the column it came from) is released.
+fn permuted_numeric<T: PolarsNumericType>(
+    ca: ChunkedArray<T>,
+    order: &Order,
+    series: Series,
+) -> PolarsResult<ChunkedArray<T>> {
+    drop(series);
+    let name = ca.name().clone();
+    let Some(arr) = ca.downcast_into_iter().next() else { polars_bail!(ComputeError: "a column has no chunk") };
+    let (arrow_dtype, mut values, validity) = arr.into_inner();
+    let validity = validity.map(|bits| gather_bits(&bits, order.rows));
+    permuted_buffer(&mut values, order)?;
+    Ok(ChunkedArray::with_chunk(name, PrimitiveArray::new(arrow_dtype, values, validity)))
+}
+
+/// `values` in `order`: in place when nothing else holds them, otherwise gathered anew.
+fn permuted_buffer<V: Copy>(values: &mut polars_buffer::Buffer<V>, order: &Order) -> PolarsResult<()> {
+    match values.get_mut_slice() {
+        Some(own) => order.permute(own),
+        None => {
+            *values = order.values(values.as_slice())?.into();
+            Ok(())
+        }
+    }
 }
 
 /// [`gather`] of a numeric column.
@@ -243,14 +337,20 @@ impl Dealt {
 
     /// `values` (one per row, as many as the plan's rows) in the plan's order.
     fn gather<V: Copy>(&self, values: &[V]) -> Vec<V> {
+        let runs = self.deal(values);
+        // SAFETY: `place` writes every one of the `n` slots.
+        unsafe { filled(values.len(), |slots| self.place(&runs, slots)) }
+    }
+
+    /// First pass: each value, in storage order, appended to its block's run.
+    fn deal<V: Copy>(&self, values: &[V]) -> Vec<V> {
         let n = self.block_of.len();
         assert_eq!(values.len(), n, "a column is not as long as the order");
-        // First pass: each value, in storage order, appended to its block's run.
         let mut next = self.starts.clone();
         // SAFETY: the plan comes from a permutation of `n` rows and there are `n` values: each
         // block's run is written exactly (the runs' lengths are the blocks' counts, which sum to
         // `n`).
-        let dealt: Vec<V> = unsafe {
+        unsafe {
             filled(n, |slots| {
                 for (&v, &block) in values.iter().zip(&self.block_of) {
                     let at = &mut next[block as usize];
@@ -258,19 +358,19 @@ impl Dealt {
                     *at += 1;
                 }
             })
-        };
-        // Second pass: each block's run written to its offsets, within the block.
-        // SAFETY: each position is written once: a block's offsets are those of its positions,
-        // each listed once (the order is a permutation).
-        unsafe {
-            filled(n, |slots| {
-                for (b, block) in slots.chunks_mut(1 << BLOCK_BITS).enumerate() {
-                    let run = self.starts[b]..self.starts[b + 1];
-                    for (&offset, &v) in self.offsets[run.clone()].iter().zip(&dealt[run]) {
-                        block[offset as usize].write(v);
-                    }
-                }
-            })
+        }
+    }
+
+    /// Second pass: each block's run (from [`Dealt::deal`]) written to its offsets, within the
+    /// block. Every one of `slots` (one per row) is written once: a block's offsets are those of
+    /// its positions, each listed once (the order is a permutation).
+    fn place<V: Copy>(&self, runs: &[V], slots: &mut [MaybeUninit<V>]) {
+        assert_eq!(runs.len(), slots.len(), "a column is not as long as the order");
+        for (b, block) in slots.chunks_mut(1 << BLOCK_BITS).enumerate() {
+            let run = self.starts[b]..self.starts[b + 1];
+            for (&offset, &v) in self.offsets[run.clone()].iter().zip(&runs[run]) {
+                block[offset as usize].write(v);
+            }
         }
     }
 }
@@ -451,6 +551,65 @@ mod tests {
         let frame = DataFrame::new_infer_height(columns.to_vec()).unwrap();
         let ordered = reorder(frame.clone(), &Order::with_plan(&order, n, true).unwrap()).unwrap();
         assert!(ordered.equals_missing(&frame.take(&idx).unwrap()));
+    }
+
+    #[test]
+    fn owned_columns_are_put_in_order_in_their_own_memory() {
+        let n = (1 << 19) + 321;
+        let order: Vec<u32> = (0..n as u64).map(|p| ((p * 1_000_003 + 5) % n as u64) as u32).collect();
+        let idx = IdxCa::from_vec(PlSmallStr::EMPTY, order.clone());
+        let plan = Order::with_plan(&order, n, true).unwrap();
+        // A copy of a column that nothing else holds (its values in new memory).
+        let identity = IdxCa::from_vec(PlSmallStr::EMPTY, (0..n as u32).collect());
+        let long = |i: usize| format!("a version name longer than twelve bytes #{i}");
+        let columns = [
+            Column::new("f".into(), (0..n).map(|i| (i % 7 != 3).then_some(i as f64 / 4.0)).collect::<Vec<_>>()),
+            Column::new("i".into(), (0..n).map(|i| (i % 5 != 0).then_some(i as i32 - 500)).collect::<Vec<_>>()),
+            Column::new("u".into(), (0..n as u32).collect::<Vec<_>>()),
+            Column::new("s".into(), (0..n).map(|i| (i % 11 != 0).then(|| long(i))).collect::<Vec<_>>()),
+            schema::dictionary_encode_as(
+                &Column::new(
+                    "d".into(),
+                    (0..n).map(|i| (i % 13 != 0).then(|| format!("v{}", i % 50))).collect::<Vec<_>>(),
+                ),
+                schema::dictionary_dtype(),
+            )
+            .unwrap(),
+        ];
+        // The address of a column's values (views for text, codes for dictionaries).
+        let address = |c: &Column| -> usize {
+            let s = c.as_materialized_series().to_physical_repr().into_owned();
+            match s.dtype() {
+                DataType::String => s.str().unwrap().downcast_as_array().views().as_ptr() as usize,
+                DataType::Float64 => s.f64().unwrap().downcast_as_array().values().as_ptr() as usize,
+                DataType::Int32 => s.i32().unwrap().downcast_as_array().values().as_ptr() as usize,
+                _ => s.u32().unwrap().downcast_as_array().values().as_ptr() as usize,
+            }
+        };
+        for c in &columns {
+            let want = c.take(&idx).unwrap();
+            // Held elsewhere too: gathered anew, the original left as it was.
+            let shared = gather_owned(c.clone(), &plan).unwrap();
+            assert_ne!(address(&shared), address(c), "{}: a shared column is not overwritten", c.name());
+            assert!(shared.as_materialized_series().equals_missing(want.as_materialized_series()), "{}", c.name());
+            // Held by nothing else: the same memory, in order.
+            let own = c.take(&identity).unwrap();
+            let before = address(&own);
+            let ordered = gather_owned(own, &plan).unwrap();
+            assert_eq!(address(&ordered), before, "{}: an owned column is put in order in place", c.name());
+            assert_eq!(ordered.dtype(), c.dtype());
+            assert_eq!(ordered.name(), c.name());
+            assert!(ordered.as_materialized_series().equals_missing(want.as_materialized_series()), "{}", c.name());
+            assert_eq!(ordered.null_count(), want.null_count());
+        }
+        // Plain values, with the plan and without it.
+        let values: Vec<u64> = (0..n as u64).map(|i| i * 3).collect();
+        for dealt in [true, false] {
+            let mut own = values.clone();
+            Order::with_plan(&order, n, dealt).unwrap().permute(&mut own).unwrap();
+            assert!(own.iter().zip(&order).all(|(&v, &row)| v == values[row as usize]));
+            assert!(Order::with_plan(&order, n, dealt).unwrap().permute(&mut own[1..]).is_err());
+        }
     }
 
     #[test]

@@ -424,14 +424,16 @@ impl KeyOrders {
             frame.rechunk_mut_par();
             return Ok((frame, order, id_rank));
         }
-        let IdOrder { ids, by_id } = order;
+        let IdOrder { mut ids, mut by_id } = order;
+        let mut id_rank = id_rank;
         let order = Order::new(&catalog, frame.height())?;
+        // The ids and their maps are put in order in their own memory (see `Order::permute`).
         let (maps, frame) = rayon::join(
             || -> PolarsResult<_> {
-                let ids: Vec<Uuid> = order.values(&ids)?;
+                order.permute(&mut ids)?;
                 let position = order.positions()?;
-                let by_id: Vec<u32> = by_id.par_iter().map(|&r| position[r as usize]).collect();
-                let id_rank: Vec<u32> = order.values(&id_rank)?;
+                by_id.par_iter_mut().for_each(|r| *r = position[*r as usize]);
+                order.permute(&mut id_rank)?;
                 Ok((ids, by_id, id_rank))
             },
             || reorder(frame, &order),
