@@ -7,7 +7,9 @@
 //! 20 times as long as a 1M-row one. Large frames are therefore put in order in two passes that
 //! each read their input in memory order ([`Dealt`]): the values are dealt, in the order they are
 //! stored, to the blocks of rows they go to (one sequential stream per block), then each block,
-//! small enough for the caches, is written out in order.
+//! small enough for the caches, is written out in order. A column nothing else holds is written
+//! back into its own memory ([`gather_owned`]): a second copy of every column is fresh memory a
+//! 10M-row load would fault in.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, Ordering};
