@@ -124,7 +124,9 @@ class Server:
                 fields = event.get("fields", event)
             except ValueError:
                 continue
-            return {k[:-3]: v for k, v in fields.items() if k.endswith("_ms")}
+            phases = {k[:-3]: v for k, v in fields.items() if k.endswith("_ms")}
+            phases.update({k: v for k, v in fields.items() if k.endswith("_faults")})
+            return phases
         return {}
 
     def rss_bytes(self):
@@ -867,6 +869,14 @@ def ratios(row):
             cpu = phases.get(f"{name}_cpu")
             add(f"cold start phase: {name} (ms) of the load's (cores busy)", round(phases[name]), round(total),
                 round(cpu / phases[name], 2) if cpu is not None and phases[name] else None, "", None)
+    # Fresh pages per phase (the read's: the process's up to the check, on a first load).
+    faults = {name: phases.get(f"{name}_faults") for name in ("check", "views", "snapshot")}
+    if phases.get("process_faults") is not None and None not in faults.values():
+        faults["read"] = phases["process_faults"] - sum(faults.values())
+        page = os.sysconf("SC_PAGE_SIZE")
+        for name in ("read", "check", "views", "snapshot"):
+            add(f"cold start phase: {name}, fresh pages faulted in (MB)", round(faults[name] * page / mb), None,
+                None, "", None)
     if "swap_s" not in row:
         return out
     same, combos = row["custom_same_as_duckdb"]
