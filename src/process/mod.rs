@@ -11,6 +11,7 @@ pub mod memory;
 pub mod metrics;
 pub mod priority;
 pub mod scram;
+pub mod usage;
 
 use std::path::{Path, PathBuf};
 

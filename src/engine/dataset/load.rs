@@ -17,6 +17,7 @@ use super::snapshot::{DatasetInfo, Origin, Snapshot};
 use super::table::KeyOrders;
 use super::text_index::{fold, TextValues};
 use super::views::Views;
+use crate::process::usage::Usage;
 
 /// Why an export was refused.
 #[derive(Debug, thiserror::Error)]
@@ -563,11 +564,10 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
     let ms = |since: Instant| since.elapsed().as_millis() as u64;
     let read_ms = ms(started);
     let step = Instant::now();
-    let (cpu, faults) = (cpu_ms(), minor_faults());
+    let mut usage = Usage::now();
     let (df, ids) = checked(raw, &shown)?;
     let check_ms = ms(step);
-    let (check_cpu_ms, cpu) = (cpu_ms().saturating_sub(cpu), cpu_ms());
-    let (check_faults, faults) = (minor_faults().saturating_sub(faults), minor_faults());
+    let check_used = usage.lap();
     tracing::debug!("checked");
     // The raw export's text columns are gone (replaced by their dictionary-encoded forms).
     crate::process::memory::between_phases();
@@ -596,8 +596,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
         }
     };
     let views_ms = ms(step);
-    let (views_cpu_ms, cpu) = (cpu_ms().saturating_sub(cpu), cpu_ms());
-    let (views_faults, faults) = (minor_faults().saturating_sub(faults), minor_faults());
+    let views_used = usage.lap();
     tracing::debug!("views");
     // The check's and the views' transient columns are gone; the table build allocates anew.
     crate::process::memory::between_phases();
@@ -619,6 +618,7 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
             })
         }
     };
+    let (build_used, process) = (usage.lap(), Usage::now());
     // Each phase's wall time and the CPU time the process spent meanwhile (over its wall time:
     // how many cores the phase kept busy), and the pages it faulted in (fresh memory, which on a
     // virtual machine can cost more than the work written in the phase).
@@ -628,40 +628,18 @@ fn build(raw: DataFrame, version: String, path: &Path, views: &Views, started: I
         views_ms,
         snapshot_ms = ms(step),
         total_ms = ms(started),
-        check_cpu_ms,
-        views_cpu_ms,
-        snapshot_cpu_ms = cpu_ms().saturating_sub(cpu),
-        process_cpu_ms = cpu_ms(),
-        check_faults,
-        views_faults,
-        snapshot_faults = minor_faults().saturating_sub(faults),
-        process_faults = minor_faults(),
+        check_cpu_ms = check_used.cpu_ms,
+        views_cpu_ms = views_used.cpu_ms,
+        snapshot_cpu_ms = build_used.cpu_ms,
+        process_cpu_ms = process.cpu_ms,
+        check_faults = check_used.faults,
+        views_faults = views_used.faults,
+        snapshot_faults = build_used.faults,
+        process_faults = process.faults,
         file = %shown,
         "dataset built"
     );
     Ok(snapshot)
-}
-
-/// The CPU time the process has used so far, all threads (ms); 0 where it cannot be read.
-fn cpu_ms() -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one timespec the pointer owns.
-    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) } != 0 {
-        return 0;
-    }
-    t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
-}
-
-/// The minor page faults of the process so far (pages it touched for the first time, or again
-/// after returning them); 0 where they cannot be read.
-fn minor_faults() -> u64 {
-    // SAFETY: getrusage writes one rusage the pointer owns; all-zero is a valid rusage.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0;
-    }
-    usage.ru_minflt.max(0) as u64
 }
 
 #[cfg(test)]

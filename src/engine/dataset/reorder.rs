@@ -8,7 +8,7 @@
 //! each read their input in memory order ([`Dealt`]): the values are dealt, in the order they are
 //! stored, to the blocks of rows they go to (one sequential stream per block), then each block,
 //! small enough for the caches, is written out in order. A column nothing else holds is written
-//! back into its own memory ([`gather_owned`]): a second copy of every column is fresh memory a
+//! back into its own memory ([`Order::reordered`]): a second copy of every column is fresh memory a
 //! 10M-row load would fault in.
 
 use std::mem::MaybeUninit;
@@ -25,7 +25,7 @@ const DEALT_MIN_ROWS: usize = 1 << 22;
 
 /// The frame's rows put in `order` (made for its height), each unordered source released as
 /// soon as it is gathered: the peak is one frame plus a column per core. A large frame's columns
-/// held by nothing else are put in order in their own memory (see [`gather_owned`]).
+/// held by nothing else are put in order in their own memory (see [`gather`]).
 pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
     use rayon::prelude::*;
     let names: Vec<PlSmallStr> = frame.get_column_names_owned();
@@ -33,7 +33,7 @@ pub fn reorder(mut frame: DataFrame, order: &Order) -> PolarsResult<DataFrame> {
     drop(frame);
     // Column by column on every core, each source dropped once gathered (so about one column
     // per core is held twice at a time), no core waiting on another's column.
-    let columns = sources.into_par_iter().map(|c| gather_owned(c, order)).collect::<PolarsResult<Vec<Column>>>()?;
+    let columns = sources.into_par_iter().map(|c| gather(c, order)).collect::<PolarsResult<Vec<Column>>>()?;
     DataFrame::new_infer_height(columns)
 }
 
@@ -81,25 +81,29 @@ impl<'a> Order<'a> {
         self.rows.len()
     }
 
-    /// `values` (one per row) put in this order where they are. With the two-pass plan only the
-    /// dealt copy is allocated (and freed once they are written back), not a second column.
-    pub fn permute<V: Copy>(&self, values: &mut [V]) -> PolarsResult<()> {
+    /// `values` (one per row) in this order. With the two-pass plan they are put in order in
+    /// their own memory (only the dealt copy is allocated, and freed once they are written back):
+    /// a second copy of a 10M-row column is fresh memory to fault in. Without it (a frame small
+    /// enough for the caches) they are read into a new vector, which is quicker than a copy back.
+    pub fn reordered<V: Copy>(&self, mut values: Vec<V>) -> PolarsResult<Vec<V>> {
+        match self.in_place(&mut values)? {
+            true => Ok(values),
+            false => self.values(&values),
+        }
+    }
+
+    /// Puts `values` in this order where they are when the two-pass plan is made (`true`);
+    /// without it leaves them as they are (`false`).
+    fn in_place<V: Copy>(&self, values: &mut [V]) -> PolarsResult<bool> {
         if values.len() != self.len() {
             polars_bail!(ComputeError: "a column is not as long as the catalog order");
         }
-        match &self.dealt {
-            Some(dealt) => {
-                let runs = dealt.deal(values);
-                // SAFETY: `&mut [V]` slots are initialised, and `MaybeUninit<V>` has `V`'s layout.
-                let slots = unsafe { &mut *(values as *mut [V] as *mut [MaybeUninit<V>]) };
-                dealt.place(&runs, slots);
-            }
-            None => {
-                let gathered = gather_values(values, self.rows);
-                values.copy_from_slice(&gathered);
-            }
-        }
-        Ok(())
+        let Some(dealt) = &self.dealt else { return Ok(false) };
+        let runs = dealt.deal(values);
+        // SAFETY: `&mut [V]` slots are initialised, and `MaybeUninit<V>` has `V`'s layout.
+        let slots = unsafe { &mut *(values as *mut [V] as *mut [MaybeUninit<V>]) };
+        dealt.place(&runs, slots);
+        Ok(true)
     }
 
     /// `values` (one per row) read in this order.
@@ -134,81 +138,42 @@ fn positions(rows: &[u32], height: usize) -> PolarsResult<Vec<u32>> {
 /// A column's rows in `order`, in one chunk. Numbers, dictionary codes and text views are
 /// gathered here, values and validity apart: Polars gathers a numeric column with nulls one
 /// `Option` at a time, which was the larger part of putting a 1M-row frame in catalog order.
-pub fn gather(column: &Column, order: &Order) -> PolarsResult<Column> {
+/// Values that nothing else holds (the column was its only holder) are put in order in their
+/// own memory where [`Order::reordered`] does; values shared with another column are read into
+/// new memory and left as they were.
+pub fn gather(column: Column, order: &Order) -> PolarsResult<Column> {
     if order.len() != column.len() {
         polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");
     }
-    let series = column.as_materialized_series();
-    let out = match column.dtype() {
-        DataType::Float64 => gather_numeric(series.f64()?, order)?.into_series(),
-        DataType::Int32 => gather_numeric(series.i32()?, order)?.into_series(),
-        DataType::UInt32 => gather_numeric(series.u32()?, order)?.into_series(),
+    if column.is_empty() {
+        return Ok(column);
+    }
+    let dtype = column.dtype().clone();
+    // One chunk (the column's own when it has one); the column itself is released here, so its
+    // values' only holder is now `series` when nothing else held them.
+    let series = column.take_materialized_series().rechunk();
+    let out = match &dtype {
+        DataType::Float64 => gather_numeric(owned::<Float64Type>(series)?, order)?.into_series(),
+        DataType::Int32 => gather_numeric(owned::<Int32Type>(series)?, order)?.into_series(),
+        DataType::UInt32 => gather_numeric(owned::<UInt32Type>(series)?, order)?.into_series(),
         // Dictionary-encoded text: its codes gathered like numbers, under the same dictionary.
-        dtype @ DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
-            let codes = series.to_physical_repr();
-            let codes = gather_numeric(codes.u32()?, order)?.with_name(series.name().clone());
+        DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
+            let codes = series.cat32()?.physical().clone();
+            drop(series);
+            let codes = gather_numeric(codes, order)?;
             // SAFETY: the codes are the column's own, under its own dictionary.
             unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
                 .into_series()
         }
         // Text: its views gathered, over the same buffers.
         DataType::String => {
-            let ca = series.str()?.rechunk();
-            let arr = ca.downcast_as_array();
-            let views = order.values(arr.views().as_slice())?;
-            let validity = arr.validity().map(|bits| gather_bits(bits, order.rows));
-            // SAFETY: the array's own views, each still pointing into the same buffers (valid
-            // UTF-8 there), in another order; lengths and buffers unchanged.
-            let gathered = unsafe {
-                Utf8ViewArray::new_unchecked(
-                    arr.dtype().clone(),
-                    views.into(),
-                    arr.data_buffers().clone(),
-                    validity,
-                    arr.try_total_bytes_len(),
-                    arr.total_buffer_len(),
-                )
-            };
-            StringChunked::with_chunk(ca.name().clone(), gathered).into_series()
-        }
-        _ => return column.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order.rows)),
-    };
-    Ok(out.into_column())
-}
-
-/// [`gather`] of a column no longer needed in its own order. With the two-pass plan, a column
-/// of one chunk whose values nothing else holds is put in order in its own memory: at 10M rows
-/// gathering every column into new memory faulted in some 700 MB of fresh pages, which a
-/// virtual machine's host may first have to give back. Anything else is gathered as by
-/// [`gather`].
-pub fn gather_owned(column: Column, order: &Order) -> PolarsResult<Column> {
-    if order.dealt.is_none() || column.n_chunks() != 1 || order.len() != column.len() {
-        return gather(&column, order);
-    }
-    let dtype = column.dtype().clone();
-    let series = column.take_materialized_series();
-    let out = match &dtype {
-        DataType::Float64 => permuted_numeric(series.f64()?.clone(), order, series)?.into_series(),
-        DataType::Int32 => permuted_numeric(series.i32()?.clone(), order, series)?.into_series(),
-        DataType::UInt32 => permuted_numeric(series.u32()?.clone(), order, series)?.into_series(),
-        DataType::Categorical(cats, _) if cats.physical() == CategoricalPhysical::U32 => {
-            let codes = series.cat32()?.physical().clone();
-            let codes = permuted_numeric(codes, order, series)?;
-            // SAFETY: the codes are the column's own, under its own dictionary.
-            unsafe { CategoricalChunked::<Categorical32Type>::from_cats_and_dtype_unchecked(codes, dtype.clone()) }
-                .into_series()
-        }
-        DataType::String => {
-            let ca = series.str()?.clone();
-            drop(series);
+            let ca = owned::<StringType>(series)?;
             let name = ca.name().clone();
-            let Some(arr) = ca.downcast_into_iter().next() else {
-                polars_bail!(ComputeError: "a text column has no chunk")
-            };
+            let arr = one_chunk(ca)?;
             let arrow_dtype = arr.dtype().clone();
-            let (mut views, buffers, validity, total_bytes_len, total_buffer_len) = arr.into_inner();
+            let (views, buffers, validity, total_bytes_len, total_buffer_len) = arr.into_inner();
             let validity = validity.map(|bits| gather_bits(&bits, order.rows));
-            permuted_buffer(&mut views, order)?;
+            let views = reordered_buffer(views, order)?;
             // SAFETY: the array's own views, each still pointing into the same buffers (valid
             // UTF-8 there), in another order; lengths and buffers unchanged.
             let arr = unsafe {
@@ -216,45 +181,48 @@ pub fn gather_owned(column: Column, order: &Order) -> PolarsResult<Column> {
             };
             StringChunked::with_chunk(name, arr).into_series()
         }
-        _ => return gather(&series.into_column(), order),
+        _ => return series.take(&IdxCa::from_slice(PlSmallStr::EMPTY, order.rows)).map(Series::into_column),
     };
     Ok(out.into_column())
 }
 
-/// A one-chunk numeric column in `order`, in its own memory when `ca` is its only holder once
-/// `series` (the column it came from) is released.
-fn permuted_numeric<T: PolarsNumericType>(
-    ca: ChunkedArray<T>,
-    order: &Order,
-    series: Series,
-) -> PolarsResult<ChunkedArray<T>> {
-    drop(series);
-    let name = ca.name().clone();
-    let Some(arr) = ca.downcast_into_iter().next() else { polars_bail!(ComputeError: "a column has no chunk") };
-    let (arrow_dtype, mut values, validity) = arr.into_inner();
-    let validity = validity.map(|bits| gather_bits(&bits, order.rows));
-    permuted_buffer(&mut values, order)?;
-    Ok(ChunkedArray::with_chunk(name, PrimitiveArray::new(arrow_dtype, values, validity)))
+/// The typed column of `series`, `series` released (so the column holds its values alone when
+/// `series` did).
+fn owned<T: PolarsPhysicalType>(series: Series) -> PolarsResult<ChunkedArray<T>> {
+    series.unpack::<T>().cloned()
 }
 
-/// `values` in `order`: in place when nothing else holds them, otherwise gathered anew.
-fn permuted_buffer<V: Copy>(values: &mut polars_buffer::Buffer<V>, order: &Order) -> PolarsResult<()> {
-    match values.get_mut_slice() {
-        Some(own) => order.permute(own),
-        None => {
-            *values = order.values(values.as_slice())?.into();
-            Ok(())
-        }
+/// The array of a column in one chunk.
+fn one_chunk<T: PolarsDataType>(ca: ChunkedArray<T>) -> PolarsResult<T::Array> {
+    match ca.downcast_into_iter().next() {
+        Some(arr) => Ok(arr),
+        None => polars_bail!(ComputeError: "a column has no chunk"),
     }
 }
 
-/// [`gather`] of a numeric column.
-fn gather_numeric<T: PolarsNumericType>(ca: &ChunkedArray<T>, order: &Order) -> PolarsResult<ChunkedArray<T>> {
-    let ca = ca.rechunk();
-    let arr = ca.downcast_as_array();
-    let gathered = order.values(arr.values().as_slice())?;
-    let validity = arr.validity().map(|bits| gather_bits(bits, order.rows));
-    Ok(ChunkedArray::from_vec_validity(ca.name().clone(), gathered, validity))
+/// [`gather`] of a numeric column in one chunk.
+fn gather_numeric<T: PolarsNumericType>(ca: ChunkedArray<T>, order: &Order) -> PolarsResult<ChunkedArray<T>> {
+    let name = ca.name().clone();
+    let (arrow_dtype, values, validity) = one_chunk(ca)?.into_inner();
+    let validity = validity.map(|bits| gather_bits(&bits, order.rows));
+    let values = reordered_buffer(values, order)?;
+    Ok(ChunkedArray::with_chunk(name, PrimitiveArray::new(arrow_dtype, values, validity)))
+}
+
+/// A buffer's values in `order`: in its own memory when nothing else holds it and
+/// [`Order::reordered`] would, otherwise read into a new buffer.
+fn reordered_buffer<V: Copy>(
+    mut values: polars_buffer::Buffer<V>,
+    order: &Order,
+) -> PolarsResult<polars_buffer::Buffer<V>> {
+    let done = match values.get_mut_slice() {
+        Some(own) => order.in_place(own)?,
+        None => false,
+    };
+    match done {
+        true => Ok(values),
+        false => Ok(order.values(values.as_slice())?.into()),
+    }
 }
 
 /// How many rows ahead [`gather_values`] asks for the value it will read.
@@ -443,8 +411,8 @@ mod tests {
     use crate::engine::dataset::schema;
 
     fn gather_both(column: &Column, rows: &[u32]) -> PolarsResult<Column> {
-        let one = gather(column, &Order::with_plan(rows, column.len(), false)?)?;
-        let two = gather(column, &Order::with_plan(rows, column.len(), true)?)?;
+        let one = gather(column.clone(), &Order::with_plan(rows, column.len(), false)?)?;
+        let two = gather(column.clone(), &Order::with_plan(rows, column.len(), true)?)?;
         assert_eq!(format!("{one:?}"), format!("{two:?}"), "{}: one pass and two give the same", column.name());
         assert_eq!(one.null_count(), two.null_count());
         Ok(one)
@@ -511,7 +479,7 @@ mod tests {
             let twice = Order::with_plan(&[0, 1, 1, 3, 4], 5, dealt);
             assert!(twice.is_err() || twice.unwrap().positions().is_err(), "a row listed twice is refused");
             let order = Order::with_plan(&[1, 0], 2, dealt).unwrap();
-            assert!(gather(&columns[0], &order).is_err(), "a column longer than the order is refused");
+            assert!(gather(columns[0].clone(), &order).is_err(), "a column longer than the order is refused");
         }
         // Longer than a validity byte and than the prefetch distance: nulls in every byte of the
         // packed validity, and reads announced ahead.
@@ -591,26 +559,29 @@ mod tests {
         for c in &columns {
             let want = c.take(&idx).unwrap();
             // Held elsewhere too: gathered anew, the original left as it was.
-            let shared = gather_owned(c.clone(), &plan).unwrap();
+            let shared = gather(c.clone(), &plan).unwrap();
             assert_ne!(address(&shared), address(c), "{}: a shared column is not overwritten", c.name());
             assert!(shared.as_materialized_series().equals_missing(want.as_materialized_series()), "{}", c.name());
             // Held by nothing else: the same memory, in order.
             let own = c.take(&identity).unwrap();
             let before = address(&own);
-            let ordered = gather_owned(own, &plan).unwrap();
+            let ordered = gather(own, &plan).unwrap();
             assert_eq!(address(&ordered), before, "{}: an owned column is put in order in place", c.name());
             assert_eq!(ordered.dtype(), c.dtype());
             assert_eq!(ordered.name(), c.name());
             assert!(ordered.as_materialized_series().equals_missing(want.as_materialized_series()), "{}", c.name());
             assert_eq!(ordered.null_count(), want.null_count());
         }
-        // Plain values, with the plan and without it.
+        // Plain values: in their own memory with the plan, read into new memory without it.
         let values: Vec<u64> = (0..n as u64).map(|i| i * 3).collect();
         for dealt in [true, false] {
-            let mut own = values.clone();
-            Order::with_plan(&order, n, dealt).unwrap().permute(&mut own).unwrap();
-            assert!(own.iter().zip(&order).all(|(&v, &row)| v == values[row as usize]));
-            assert!(Order::with_plan(&order, n, dealt).unwrap().permute(&mut own[1..]).is_err());
+            let own = values.clone();
+            let before = own.as_ptr();
+            let order_of = Order::with_plan(&order, n, dealt).unwrap();
+            let ordered = order_of.reordered(own).unwrap();
+            assert_eq!(ordered.as_ptr() == before, dealt, "in place exactly with the plan");
+            assert!(ordered.iter().zip(&order).all(|(&v, &row)| v == values[row as usize]));
+            assert!(order_of.reordered(values[1..].to_vec()).is_err(), "a wrong length is refused");
         }
     }
 

@@ -19,6 +19,7 @@ use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
 use super::text_rank::dense_ranks;
+use crate::process::usage::minor_faults;
 
 /// A dataset-only value, or why it could not be computed.
 type Memo = OnceLock<Result<Arc<dyn Any + Send + Sync>, String>>;
@@ -327,6 +328,8 @@ impl Table {
     /// with the key orders computed before the views when the view left their columns as they
     /// were (otherwise they are computed here, from the view).
     pub fn build(view: DataFrame, casas: Casas, keys: Option<KeyOrders>) -> PolarsResult<Table> {
+        // Each step's debug line: the time since the build began and the process's minor page
+        // faults so far (their differences are the fresh memory each step touched).
         let t = std::time::Instant::now();
         let ms = |t: std::time::Instant| t.elapsed().as_millis() as u64;
         let mut frame = view;
@@ -346,7 +349,7 @@ impl Table {
                 KeyOrders::compute(&frame, IdOrder::new(parse_ids(&frame)?))?
             }
         };
-        tracing::debug!(ms = ms(t), "key orders");
+        tracing::debug!(ms = ms(t), faults = minor_faults(), "key orders");
         if let Some(band) = band? {
             frame.with_column(band)?;
         }
@@ -356,11 +359,11 @@ impl Table {
         let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
         let mut frame = frame.with_row_index(ROW.into(), None)?;
-        tracing::debug!(ms = ms(t), "catalog order");
+        tracing::debug!(ms = ms(t), faults = minor_faults(), "catalog order");
         let index = TextIndex::build(&frame)?;
-        tracing::debug!(ms = ms(t), "text index");
+        tracing::debug!(ms = ms(t), faults = minor_faults(), "text index");
         let eco_order = positions(&mut frame, &index, &by_id, casas.eco_score)?;
-        tracing::debug!(ms = ms(t), "positions");
+        tracing::debug!(ms = ms(t), faults = minor_faults(), "positions");
         let anos = frame.column("ano")?.i32()?.iter().map(|v| v.unwrap_or_default()).collect();
         let cols = Cols::new(&frame)?;
         let orders: [[OnceLock<PolarsResult<Vec<u32>>>; 2]; ORDERED.len()] = Default::default();
@@ -424,16 +427,16 @@ impl KeyOrders {
             frame.rechunk_mut_par();
             return Ok((frame, order, id_rank));
         }
-        let IdOrder { mut ids, mut by_id } = order;
-        let mut id_rank = id_rank;
+        let IdOrder { ids, mut by_id } = order;
         let order = Order::new(&catalog, frame.height())?;
-        // The ids and their maps are put in order in their own memory (see `Order::permute`).
+        // The ids and their maps, in their own memory where the plan allows (see
+        // `Order::reordered`).
         let (maps, frame) = rayon::join(
             || -> PolarsResult<_> {
-                order.permute(&mut ids)?;
+                let ids = order.reordered(ids)?;
                 let position = order.positions()?;
                 by_id.par_iter_mut().for_each(|r| *r = position[*r as usize]);
-                order.permute(&mut id_rank)?;
+                let id_rank = order.reordered(id_rank)?;
                 Ok((ids, by_id, id_rank))
             },
             || reorder(frame, &order),
