@@ -6,6 +6,8 @@ use polars::prelude::*;
 use polars_arrow::array::Utf8ViewArray;
 use uuid::Uuid;
 
+use super::bucket_sort;
+
 /// Logical type of an input column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -480,27 +482,30 @@ pub fn parse_uuids(values: &StringChunked) -> (Vec<Uuid>, Vec<usize>) {
 pub struct IdOrder {
     pub ids: Vec<Uuid>,
     pub by_id: Vec<u32>,
+    /// Whether an id is used by more than one row (found while sorting).
+    pub repeats: bool,
 }
 
 impl IdOrder {
-    /// Sorts the rows by id (in parallel). Each id is sorted with its row beside it (a UUID's
-    /// byte order is its order as a big-endian integer): a sort of rows compared through their
-    /// ids reads an id from anywhere in memory at every comparison, several times slower at 10M
-    /// rows. An id and its row are five 32-bit words, most significant first (20 bytes a row,
-    /// where a 128-bit integer beside the row would be aligned to 32).
+    /// Sorts the rows by id (on every core, see [`bucket_sort`]). Each id is sorted with its row
+    /// beside it (a UUID's byte order is its order as a big-endian integer): a sort of rows
+    /// compared through their ids reads an id from anywhere in memory at every comparison,
+    /// several times slower at 10M rows. An id and its row are five 32-bit words, most
+    /// significant first (20 bytes a row, where a 128-bit integer beside the row would be aligned
+    /// to 32). A repeated id is found among the sorted neighbours, read in memory order.
     pub fn new(ids: Vec<Uuid>) -> IdOrder {
         use rayon::prelude::*;
-        let mut keyed: Vec<[u32; 5]> = ids
-            .par_iter()
-            .enumerate()
-            .map(|(row, id)| {
-                let v = id.as_u128();
+        let keyed = bucket_sort::sorted(
+            ids.len(),
+            |row| {
+                let v = ids[row].as_u128();
                 [(v >> 96) as u32, (v >> 64) as u32, (v >> 32) as u32, v as u32, row as u32]
-            })
-            .collect();
-        keyed.par_sort_unstable();
+            },
+            |k| ((k[0] as u128) << 96) | ((k[1] as u128) << 64) | ((k[2] as u128) << 32) | k[3] as u128,
+        );
+        let repeats = keyed.par_windows(2).with_min_len(1 << 14).any(|w| w[0][..4] == w[1][..4]);
         let by_id: Vec<u32> = keyed.par_iter().map(|k| k[4]).collect();
-        IdOrder { ids, by_id }
+        IdOrder { ids, by_id, repeats }
     }
 
     /// Each row's rank in the id order.
@@ -515,12 +520,10 @@ impl IdOrder {
     /// Reports every row whose id was already used by an earlier row (a repeated id is next to
     /// its other uses in the id order).
     pub fn duplicates(&self, problems: &mut Vec<Problem>) {
-        use rayon::prelude::*;
-        let id = |k: usize| self.ids[self.by_id[k] as usize];
-        // Most exports have none: neighbours in id order compared on every core first.
-        if !(1..self.by_id.len()).into_par_iter().with_min_len(1 << 14).any(|k| id(k) == id(k - 1)) {
+        if !self.repeats {
             return;
         }
+        let id = |k: usize| self.ids[self.by_id[k] as usize];
         let mut dups: Vec<(usize, usize, Uuid)> = Vec::new();
         let mut start = 0;
         while start < self.by_id.len() {
@@ -579,6 +582,34 @@ mod tests {
             cols.push(c);
         }
         DataFrame::new_infer_height(cols).unwrap()
+    }
+
+    /// Ids of many rows (sorted by buckets, see `bucket_sort`): the order is the ids' byte
+    /// order, and a repeated id is reported once per later use, naming its first row.
+    #[test]
+    fn many_ids_are_ordered_and_their_repeats_found() {
+        let n = 200_000usize;
+        let ids: Vec<Uuid> = (0..n as u64)
+            .map(|i| Uuid::from_u128((i.wrapping_mul(0x9E37_79B9_7F4A_7C15) as u128) << 64 | i as u128))
+            .collect();
+        let order = IdOrder::new(ids.clone());
+        let mut problems = Vec::new();
+        order.duplicates(&mut problems);
+        assert!(problems.is_empty() && !order.repeats);
+        let mut expected: Vec<u32> = (0..n as u32).collect();
+        expected.sort_by_key(|&r| ids[r as usize].to_string());
+        assert_eq!(order.by_id, expected);
+
+        let mut repeated = ids;
+        repeated[150_000] = repeated[7];
+        repeated[199_999] = repeated[7];
+        let order = IdOrder::new(repeated.clone());
+        let mut problems = Vec::new();
+        order.duplicates(&mut problems);
+        let said: Vec<String> = problems.iter().map(|p| p.to_string()).collect();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].contains("row 150001") && said[0].contains("first used in row 8"), "{said:?}");
+        assert!(said[1].contains("row 200000") && said[1].contains(&repeated[7].to_string()), "{said:?}");
     }
 
     fn rules(p: &[Problem]) -> Vec<String> {

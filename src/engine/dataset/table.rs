@@ -356,7 +356,7 @@ impl Table {
         // Rows stored in catalog order: a listing page is a slice, and the rows of one brand or
         // model are contiguous, which keeps the gathers of filtered plans cache-friendly.
         let _ = frame.drop_in_place(ID)?;
-        let (mut frame, IdOrder { ids, by_id }, id_rank) = keys.put_in_order(frame)?;
+        let (mut frame, IdOrder { ids, by_id, .. }, id_rank) = keys.put_in_order(frame)?;
         frame.with_column(Column::new(ID_RANK.into(), id_rank))?;
         let mut frame = frame.with_row_index(ROW.into(), None)?;
         tracing::debug!(ms = ms(t), faults = minor_faults(), "catalog order");
@@ -427,7 +427,7 @@ impl KeyOrders {
             frame.rechunk_mut_par();
             return Ok((frame, order, id_rank));
         }
-        let IdOrder { ids, mut by_id } = order;
+        let IdOrder { ids, mut by_id, repeats } = order;
         let order = Order::new(&catalog, frame.height())?;
         // The ids and their maps, in their own memory where the plan allows (see
         // `Order::reordered`).
@@ -442,7 +442,7 @@ impl KeyOrders {
             || reorder(frame, &order),
         );
         let (ids, by_id, id_rank) = maps?;
-        Ok((frame?, IdOrder { ids, by_id }, id_rank))
+        Ok((frame?, IdOrder { ids, by_id, repeats }, id_rank))
     }
 
     /// Whether `view` holds the same rows of the key columns, in the same order (compared in
@@ -975,8 +975,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
     if fits(&marca, 16) && fits(&modelo, 24) && fits(&versao, 24) && by_id.len() == df.height() {
         // The key alone is sorted (16 bytes a row, not 32 with the row beside it): its id rank
         // names the row through the id order.
-        let mut keyed: Vec<u128> = (0..df.height()).into_par_iter().map(key).collect();
-        keyed.par_sort_unstable();
+        let keyed = super::bucket_sort::sorted(df.height(), key, |k| *k);
         return Ok(keyed.par_iter().map(|&k| by_id[k as u32 as usize]).collect());
     }
     // More distinct values than the packed key holds: compare field by field.
