@@ -122,7 +122,7 @@ impl<'a> Order<'a> {
 /// Written on every core, then checked (a row listed twice keeps only one of its positions).
 /// The slots are atomics written with plain stores: an atomic swap per row would wait for each
 /// slot's cache line in turn, several times slower than one core.
-fn positions(rows: &[u32], height: usize) -> PolarsResult<Vec<u32>> {
+pub fn positions(rows: &[u32], height: usize) -> PolarsResult<Vec<u32>> {
     use rayon::prelude::*;
     if rows.len() != height || rows.par_iter().any(|&row| row as usize >= height) {
         polars_bail!(ComputeError: "the catalog order is not a permutation of the rows");

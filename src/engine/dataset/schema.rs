@@ -6,7 +6,7 @@ use polars::prelude::*;
 use polars_arrow::array::Utf8ViewArray;
 use uuid::Uuid;
 
-use super::bucket_sort;
+use super::{bucket_sort, reorder};
 
 /// Logical type of an input column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -508,13 +508,9 @@ impl IdOrder {
         IdOrder { ids, by_id, repeats }
     }
 
-    /// Each row's rank in the id order.
-    pub fn ranks(&self) -> Vec<u32> {
-        let mut rank = vec![0u32; self.ids.len()];
-        for (r, &row) in self.by_id.iter().enumerate() {
-            rank[row as usize] = r as u32;
-        }
-        rank
+    /// Each row's rank in the id order (its position in it), written on every core.
+    pub fn ranks(&self) -> PolarsResult<Vec<u32>> {
+        reorder::positions(&self.by_id, self.ids.len())
     }
 
     /// Reports every row whose id was already used by an earlier row (a repeated id is next to

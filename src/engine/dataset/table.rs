@@ -405,7 +405,7 @@ impl KeyOrders {
             polars_bail!(ComputeError: "the ids are not the frame's rows");
         }
         let t = std::time::Instant::now();
-        let id_rank = order.ranks();
+        let id_rank = order.ranks()?;
         let catalog = catalog_permutation(frame, &id_rank, &order.by_id)?;
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog permutation");
         let columns = KEY_COLUMNS.iter().map(|c| frame.column(c).cloned()).collect::<PolarsResult<_>>()?;
