@@ -123,9 +123,12 @@ pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
 
 /// [`text_codes`] for a column of many distinct values, where most views may be new: the map of
 /// views is given up once it stops paying. When it holds more views than a large dictionary's
-/// and more than half the rows seen (long strings written plainly, each row's view pointing at
-/// its own bytes), it would only add a lookup and an entry per row: the rest of the chunk is
-/// coded by text alone.
+/// and most rows of its latest block of rows brought a new view (long strings written plainly,
+/// each row's view pointing at its own bytes), it would only add a lookup and an entry per row:
+/// the rest of the chunk is coded by text alone. The latest block decides, not the rows seen so
+/// far: a chunk of several Parquet row groups, each with a dictionary of tens of thousands of
+/// versions, brings most of its views early on and reuses them after (a 10M-row export's
+/// versions gave the map up after a tenth of each chunk when the rows seen decided).
 pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
     use polars_arrow::array::Array;
     let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
@@ -134,11 +137,12 @@ pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>)
         let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
         let mut done = 0;
         for block in arr.views().chunks(VIEW_CHECK_ROWS) {
-            if by_view.len() > VIEW_MAP_MAX && by_view.len() * 2 > done {
-                break;
-            }
+            let before = by_view.len();
             coder.by_view(arr, done, block, &mut by_view, &mut codes);
             done += block.len();
+            if by_view.len() > VIEW_MAP_MAX && (by_view.len() - before) * 2 > block.len() {
+                break;
+            }
         }
         drop(by_view);
         for i in done..arr.len() {
