@@ -962,13 +962,15 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
         polars_bail!(ComputeError: "the id ranks are not the frame's rows");
     }
     // One integer key per row: brand, model and version ranks, the year descending and the id
-    // rank, most significant first (16 + 24 + 24 + 16 + 32 bits).
+    // rank, most significant first (16 + 24 + 24 + 16 + 32 bits). The key is read three times a
+    // row by the sort (see `bucket_sort`): each part of it from a plain slice.
+    let ano_desc: Vec<u16> =
+        ano.iter().map(|a| (u16::MAX as i64 - a.unwrap_or_default() as i64).clamp(0, u16::MAX as i64) as u16).collect();
     let key = |i: usize| -> u128 {
-        let ano_desc = (u16::MAX as i64 - ano.get(i).unwrap_or_default() as i64).clamp(0, u16::MAX as i64) as u128;
         ((marca[i] as u128) << 96)
             | ((modelo[i] as u128) << 72)
             | ((versao[i] as u128) << 48)
-            | (ano_desc << 32)
+            | ((ano_desc[i] as u128) << 32)
             | id_rank[i] as u128
     };
     let fits = |ranks: &[u32], bits: u32| ranks.iter().all(|r| (*r as u64) < (1u64 << bits));
@@ -982,7 +984,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
     let mut order: Vec<u32> = (0..df.height() as u32).collect();
     order.par_sort_unstable_by_key(|&r| {
         let i = r as usize;
-        (marca[i], modelo[i], versao[i], std::cmp::Reverse(ano.get(i).unwrap_or_default()), id_rank[i])
+        (marca[i], modelo[i], versao[i], ano_desc[i], id_rank[i])
     });
     Ok(order)
 }
