@@ -123,7 +123,8 @@ impl Part {
         Ok(())
     }
 
-    fn finish(self) -> PolarsResult<Column> {
+    /// The column in one chunk; text too with `one_text_chunk`, else in its batches' chunks.
+    fn finish(self, one_text_chunk: bool) -> PolarsResult<Column> {
         let series = match self {
             Part::F64(n) => n.finish().into_series(),
             Part::F32(n) => n.finish().into_series(),
@@ -139,7 +140,8 @@ impl Part {
                 let array = BooleanArray::new(ArrowDataType::Boolean, values.freeze(), validity.into_opt_validity());
                 BooleanChunked::with_chunk(name, array).into_series()
             }
-            Part::Stacked(all) => all.rechunk(),
+            Part::Stacked(all) if one_text_chunk || !all.dtype().is_string() => all.rechunk(),
+            Part::Stacked(all) => all,
         };
         Ok(series.into_column())
     }
@@ -171,8 +173,19 @@ impl Assembled {
 
     /// The frame: every column in one chunk.
     pub fn finish(self) -> PolarsResult<DataFrame> {
+        self.finish_with(true)
+    }
+
+    /// The frame: every column in one chunk but text, whose batches stay its chunks (copying a
+    /// text column's views into one chunk is one core's work).
+    pub fn finish_text_by_batches(self) -> PolarsResult<DataFrame> {
+        self.finish_with(false)
+    }
+
+    fn finish_with(self, one_text_chunk: bool) -> PolarsResult<DataFrame> {
         use rayon::prelude::*;
-        let columns: Vec<Column> = self.columns.into_par_iter().map(Part::finish).collect::<PolarsResult<_>>()?;
+        let columns: Vec<Column> =
+            self.columns.into_par_iter().map(|part| part.finish(one_text_chunk)).collect::<PolarsResult<_>>()?;
         DataFrame::new(self.rows, columns)
     }
 }

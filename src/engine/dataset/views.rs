@@ -14,6 +14,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use sha2::{Digest, Sha256};
 
+use super::assemble::Assembled;
 use super::formula::Parametros;
 use super::schema::{COLUMNS, ID};
 
@@ -211,34 +212,16 @@ impl Views {
         };
         // On Polars' own pool, where each part's plan runs its expressions: a part waits for no
         // other pool, and rayon's global pool stays free for the key orders computed meanwhile.
-        let (own, pieces) = polars_core::runtime::RAYON.install(|| {
-            rayon::join(
-                || collected(view.clone().select(served(has_id, false))),
-                || {
-                    use rayon::prelude::*;
-                    bounds.par_iter().map(part).collect::<Result<Vec<DataFrame>>>()
-                },
-            )
+        let (own, derived) = polars_core::runtime::RAYON.install(|| {
+            rayon::join(|| collected(view.clone().select(served(has_id, false))), || by_parts(&bounds, rows, part))
         });
-        let (mut df, pieces) = (own?, pieces?);
-        if pieces.iter().zip(&bounds).any(|(piece, (_, len))| piece.height() != *len) {
+        let (mut df, derived) = (own?, derived?);
+        let Some(derived) = derived else {
             // Not one row per catalog row after all (e.g. a view of constants only).
             return collected(view.select(served(has_id, true)));
-        }
-        let mut pieces = pieces.into_iter();
-        let Some(mut derived) = pieces.next() else { bail!("no part of the views was computed") };
-        for piece in pieces {
-            derived.vstack_mut_owned(piece)?;
-        }
+        };
         df.hstack_mut(derived.columns())?;
-        // One chunk per column on every core, text apart: copying a text column's parts into one
-        // is one core's work (the eco-score band at 10M rows: a third of a second with the other
-        // core idle), and the table build encodes the band from its parts.
-        let height = df.height();
-        let columns =
-            df.apply_columns_par(|c| if c.n_chunks() > 1 && !c.dtype().is_string() { c.rechunk() } else { c.clone() });
-        drop(df);
-        Ok(DataFrame::new(height, columns)?)
+        Ok(df)
     }
 
     /// The final view over `catalog`, checked to have the derived columns, and whether it has
@@ -274,6 +257,51 @@ fn served(has_id: bool, derived: bool) -> Vec<Expr> {
 
 fn collected(view: LazyFrame) -> Result<DataFrame> {
     anyhow::Context::context(view.collect(), "error while computing the views")
+}
+
+/// The derived columns of the parts `bounds` (first row, rows) of a catalog of `rows` rows,
+/// computed by `part` a core's worth of parts at a time, each part copied into one buffer per
+/// column (see [`Assembled`]) while the next ones are computed, and freed: the parts' columns
+/// reuse the memory of the parts before them, where keeping every part until the end faulted in
+/// a second copy of the derived columns (half a gigabyte at 10M rows). Text stays in its parts'
+/// chunks (the table build encodes the band from them). `None` when a part does not have one
+/// row per catalog row.
+fn by_parts(
+    bounds: &[(i64, usize)],
+    rows: usize,
+    part: impl Fn(&(i64, usize)) -> Result<DataFrame> + Sync,
+) -> Result<Option<DataFrame>> {
+    use rayon::prelude::*;
+    let mut groups = bounds.chunks(rayon::current_num_threads().max(1));
+    let compute = |group: &[(i64, usize)]| group.par_iter().map(&part).collect::<Result<Vec<DataFrame>>>();
+    let mut out: Option<Assembled> = None;
+    let mut done = 0;
+    let mut next = groups.next().map(compute).transpose()?;
+    while let Some(pieces) = next.take() {
+        let group = &bounds[done..done + pieces.len()];
+        if pieces.iter().zip(group).any(|(piece, (_, len))| piece.height() != *len) {
+            return Ok(None);
+        }
+        done += pieces.len();
+        let (appended, following) = rayon::join(
+            || -> PolarsResult<()> {
+                for piece in pieces {
+                    match out.as_mut() {
+                        None => out = Some(Assembled::new(piece, rows)?),
+                        Some(all) => all.append(piece)?,
+                    }
+                }
+                Ok(())
+            },
+            || groups.next().map(compute).transpose(),
+        );
+        appended?;
+        next = following?;
+    }
+    match out {
+        Some(all) => Ok(Some(all.finish_text_by_batches()?)),
+        None => bail!("no part of the views was computed"),
+    }
 }
 
 /// Catalogs below this many rows run the views in one piece (splitting costs more than it buys).
