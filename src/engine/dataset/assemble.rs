@@ -190,6 +190,42 @@ impl Assembled {
     }
 }
 
+/// Frames made one item at a time, assembled in their order into columns with room for
+/// `capacity` rows: `make` makes the next item while the one before is made `ready` (a frame or
+/// several) and appended, both on every core, and each frame is freed once appended (see
+/// [`Assembled`]). `None` when there is no item.
+pub fn assembled_as_made<I, T, E>(
+    mut items: impl Iterator<Item = I> + Send,
+    capacity: usize,
+    make: impl Fn(I) -> Result<T, E> + Sync,
+    ready: impl Fn(T) -> Result<Vec<DataFrame>, E> + Sync,
+) -> Result<Option<Assembled>, E>
+where
+    I: Send,
+    T: Send,
+    E: From<PolarsError> + Send,
+{
+    let mut out: Option<Assembled> = None;
+    let mut next = items.next().map(&make).transpose()?;
+    while let Some(made) = next.take() {
+        let (appended, following) = rayon::join(
+            || -> Result<(), E> {
+                for frame in ready(made)? {
+                    match out.as_mut() {
+                        None => out = Some(Assembled::new(frame, capacity)?),
+                        Some(all) => all.append(frame)?,
+                    }
+                }
+                Ok(())
+            },
+            || items.next().map(&make).transpose(),
+        );
+        appended?;
+        next = following?;
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

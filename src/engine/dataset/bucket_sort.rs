@@ -60,22 +60,8 @@ where
             count
         })
         .collect();
-    // Each part's slots in each bucket: after the earlier parts' keys of that bucket.
-    let mut sizes = vec![0usize; buckets];
-    let mut firsts: Vec<Vec<usize>> = Vec::with_capacity(parts.len());
-    let mut at = 0usize;
-    let mut first = vec![0usize; parts.len() * buckets];
-    for b in 0..buckets {
-        for (p, count) in counts.iter().enumerate() {
-            first[p * buckets + b] = at;
-            at += count[b];
-            sizes[b] += count[b];
-        }
-    }
-    assert_eq!(at, n, "the keys counted are the keys");
-    for p in 0..parts.len() {
-        firsts.push(first[p * buckets..(p + 1) * buckets].to_vec());
-    }
+    let (starts, firsts) = slots_of_parts(&counts, buckets);
+    assert_eq!(starts[buckets], n, "the keys counted are the keys");
 
     let mut keys: Vec<T> = Vec::with_capacity(n);
     let slots = Slots(keys.spare_capacity_mut()[..n].as_mut_ptr());
@@ -98,7 +84,7 @@ where
 
     let mut rest: &mut [T] = &mut keys;
     let mut runs: Vec<&mut [T]> = Vec::with_capacity(buckets);
-    for &size in &sizes {
+    for size in starts.windows(2).map(|w| w[1] - w[0]) {
         let (run, after) = rest.split_at_mut(size);
         runs.push(run);
         rest = after;
@@ -110,6 +96,26 @@ where
         false => run.sort_unstable(),
     });
     keys
+}
+
+/// Where the items of a counting sort go, from each part's count of its items per key (`keys`
+/// of them): where each key's run starts (one more entry than keys, the last the total), and each
+/// part's first slot in each key's run (after the earlier parts' items of that key).
+pub fn slots_of_parts(counts: &[Vec<usize>], keys: usize) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut starts = vec![0usize; keys + 1];
+    for k in 0..keys {
+        starts[k + 1] = starts[k] + counts.iter().map(|count| count[k]).sum::<usize>();
+    }
+    let mut next = starts[..keys].to_vec();
+    let firsts = counts
+        .iter()
+        .map(|count| {
+            let first = next.clone();
+            next.iter_mut().zip(count).for_each(|(at, c)| *at += c);
+            first
+        })
+        .collect();
+    (starts, firsts)
 }
 
 /// The uninitialised slots of [`sorted`], written by parts on several threads.

@@ -10,7 +10,7 @@ use polars::prelude::*;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::assemble::Assembled;
+use super::assemble::assembled_as_made;
 use super::contain::contained;
 use super::schema::{self, IdOrder, Problem, COLUMNS, DICTIONARY_ENCODED, ID};
 use super::snapshot::{DatasetInfo, Origin, Snapshot};
@@ -221,7 +221,7 @@ const DECODE_BATCH_ROWS: usize = 2 * 1024 * 1024;
 /// core. A decoded text value takes 16 bytes per row before encoding and 4 after: decoding the
 /// whole file first made its text the larger part of a load's memory peak, and every page of it
 /// freshly faulted in. The batches are assembled into one chunk per column as they come (see
-/// [`Assembled`]), so the frame is never held twice.
+/// [`assembled_as_made`]), so the frame is never held twice.
 fn decode_in_batches(bytes: &[u8], metadata: &FileMetadataRef, batch_rows: usize) -> PolarsResult<DataFrame> {
     use rayon::prelude::*;
     let batches = batches_of(metadata, batch_rows, polars_core::runtime::RAYON.install(rayon::current_num_threads));
@@ -252,21 +252,10 @@ fn decode_in_batches(bytes: &[u8], metadata: &FileMetadataRef, batch_rows: usize
         }
         Ok(df)
     };
-    // Each batch is encoded while the next one is decoded, then copied into the frame's columns
-    // (one chunk each) and freed.
-    let mut out: Option<Assembled> = None;
-    let mut batches = batches.into_iter();
-    let mut next = batches.next().map(decode).transpose()?;
-    while let Some(decoded) = next.take() {
-        let (encoded, following) = rayon::join(|| encode(decoded), || batches.next().map(decode).transpose());
-        next = following?;
-        let df = encoded?;
-        match out.as_mut() {
-            None => out = Some(Assembled::new(df, metadata.num_rows)?),
-            Some(all) => all.append(df)?,
-        }
-    }
-    out.ok_or_else(|| polars_err!(ComputeError: "no rows were decoded"))?.finish()
+    // Each batch is encoded and copied into the frame's columns (one chunk each) while the next
+    // one is decoded, then freed.
+    let assembled = assembled_as_made(batches.into_iter(), metadata.num_rows, decode, |df| Ok(vec![encode(df)?]))?;
+    assembled.ok_or_else(|| polars_err!(ComputeError: "no rows were decoded"))?.finish()
 }
 
 /// The batches of [`decode_in_batches`], as (first row, rows, row groups): as many whole row

@@ -18,6 +18,8 @@ use polars::prelude::*;
 use polars_arrow::array::{Array, PrimitiveArray, Utf8ViewArray};
 use polars_arrow::bitmap::Bitmap;
 
+use super::bucket_sort::slots_of_parts;
+
 /// Frames from this many rows are put in order in two passes ([`Dealt`]); smaller ones in one
 /// prefetched read per row, which is faster while a column fits in the caches (a 1M-row column
 /// of numbers is 8 MB).
@@ -367,20 +369,7 @@ pub fn listed_by_key(
             count
         })
         .collect();
-    let mut starts = vec![0usize; keys + 1];
-    for k in 0..keys {
-        starts[k + 1] = starts[k] + counts.iter().map(|count| count[k]).sum::<usize>();
-    }
-    // Each part's first slot in each key's run: after the earlier parts' items.
-    let mut next = starts[..keys].to_vec();
-    let firsts: Vec<Vec<usize>> = counts
-        .iter()
-        .map(|count| {
-            let first = next.clone();
-            next.iter_mut().zip(count).for_each(|(at, c)| *at += c);
-            first
-        })
-        .collect();
+    let (starts, firsts) = slots_of_parts(&counts, keys);
     let listed: Vec<AtomicU32> = (0..starts[keys]).into_par_iter().map(|_| AtomicU32::new(0)).collect();
     items.par_chunks(part).zip(firsts).for_each(|(items, mut next)| {
         for &item in items {

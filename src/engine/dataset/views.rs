@@ -14,7 +14,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use sha2::{Digest, Sha256};
 
-use super::assemble::Assembled;
+use super::assemble::assembled_as_made;
 use super::formula::Parametros;
 use super::schema::{COLUMNS, ID};
 
@@ -221,7 +221,15 @@ impl Views {
             return collected(view.select(served(has_id, true)));
         };
         df.hstack_mut(derived.columns())?;
-        Ok(df)
+        // One chunk per column but text (the derived ones are; a catalog column the views
+        // rewrote may not be): copying a text column's parts into one is one core's work (the
+        // eco-score band at 10M rows: a third of a second with the other core idle), and the
+        // table build encodes the band from its parts.
+        let height = df.height();
+        let columns =
+            df.apply_columns_par(|c| if c.n_chunks() > 1 && !c.dtype().is_string() { c.rechunk() } else { c.clone() });
+        drop(df);
+        Ok(DataFrame::new(height, columns)?)
     }
 
     /// The final view over `catalog`, checked to have the derived columns, and whether it has
@@ -261,48 +269,41 @@ fn collected(view: LazyFrame) -> Result<DataFrame> {
 
 /// The derived columns of the parts `bounds` (first row, rows) of a catalog of `rows` rows,
 /// computed by `part` a core's worth of parts at a time, each part copied into one buffer per
-/// column (see [`Assembled`]) while the next ones are computed, and freed: the parts' columns
-/// reuse the memory of the parts before them, where keeping every part until the end faulted in
-/// a second copy of the derived columns (half a gigabyte at 10M rows). Text stays in its parts'
-/// chunks (the table build encodes the band from them). `None` when a part does not have one
-/// row per catalog row.
+/// column while the next ones are computed, and freed (see [`assembled_as_made`]): the parts'
+/// columns reuse the memory of the parts before them, where keeping every part until the end
+/// faulted in a second copy of the derived columns (half a gigabyte at 10M rows). Text stays in
+/// its parts' chunks (the table build encodes the band from them). `None` when a part does not
+/// have one row per catalog row.
 fn by_parts(
     bounds: &[(i64, usize)],
     rows: usize,
     part: impl Fn(&(i64, usize)) -> Result<DataFrame> + Sync,
 ) -> Result<Option<DataFrame>> {
     use rayon::prelude::*;
-    let mut groups = bounds.chunks(rayon::current_num_threads().max(1));
-    let compute = |group: &[(i64, usize)]| group.par_iter().map(&part).collect::<Result<Vec<DataFrame>>>();
-    let mut out: Option<Assembled> = None;
-    let mut done = 0;
-    let mut next = groups.next().map(compute).transpose()?;
-    while let Some(pieces) = next.take() {
-        let group = &bounds[done..done + pieces.len()];
-        if pieces.iter().zip(group).any(|(piece, (_, len))| piece.height() != *len) {
-            return Ok(None);
+    let groups = bounds.chunks(rayon::current_num_threads().max(1));
+    // Each group's parts with the rows each should have.
+    let compute = |group: &[(i64, usize)]| -> Result<(Vec<usize>, Vec<DataFrame>)> {
+        let pieces = group.par_iter().map(&part).collect::<Result<Vec<DataFrame>>>()?;
+        Ok((group.iter().map(|(_, len)| *len).collect(), pieces))
+    };
+    let one_row_each = |(lens, pieces): (Vec<usize>, Vec<DataFrame>)| -> Result<Vec<DataFrame>> {
+        match pieces.iter().zip(&lens).all(|(piece, len)| piece.height() == *len) {
+            true => Ok(pieces),
+            false => Err(NotOneRowPerRow.into()),
         }
-        done += pieces.len();
-        let (appended, following) = rayon::join(
-            || -> PolarsResult<()> {
-                for piece in pieces {
-                    match out.as_mut() {
-                        None => out = Some(Assembled::new(piece, rows)?),
-                        Some(all) => all.append(piece)?,
-                    }
-                }
-                Ok(())
-            },
-            || groups.next().map(compute).transpose(),
-        );
-        appended?;
-        next = following?;
-    }
-    match out {
-        Some(all) => Ok(Some(all.finish_text_by_batches()?)),
-        None => bail!("no part of the views was computed"),
+    };
+    match assembled_as_made(groups, rows, compute, one_row_each) {
+        Ok(Some(all)) => Ok(Some(all.finish_text_by_batches()?)),
+        Ok(None) => bail!("no part of the views was computed"),
+        Err(e) if e.is::<NotOneRowPerRow>() => Ok(None),
+        Err(e) => Err(e),
     }
 }
+
+/// Why [`by_parts`] stopped: a part of the views without one row per catalog row.
+#[derive(Debug, thiserror::Error)]
+#[error("a part of the views does not have one row per catalog row")]
+struct NotOneRowPerRow;
 
 /// Catalogs below this many rows run the views in one piece (splitting costs more than it buys).
 const PARALLEL_MIN_ROWS: usize = 65_536;
@@ -458,6 +459,29 @@ mod tests {
         assert!(by_parts.equals_missing(&whole));
         let scores = by_parts.column("eco_score").unwrap();
         assert!(scores.null_count() < scores.len() / 2, "the parts computed scores");
+    }
+
+    /// Parts assembled in their order, numbers in one chunk and text in its parts' chunks; a
+    /// part without one row per catalog row gives `None`, and a failing part its error.
+    #[test]
+    fn parts_are_assembled_in_order_or_refused() {
+        let bounds: Vec<(i64, usize)> = (0..5).map(|k| (k * 10, 10usize)).collect();
+        let frame = |start: i64, len: usize| {
+            let values: Vec<f64> = (start..start + len as i64).map(|i| i as f64).collect();
+            let band: Vec<String> = values.iter().map(|v| format!("band {v}")).collect();
+            df!("score" => values, "band" => band).unwrap()
+        };
+        let all = by_parts(&bounds, 50, |&(start, len)| Ok(frame(start, len))).unwrap().unwrap();
+        assert!(all.equals_missing(&frame(0, 50)));
+        assert_eq!(all.column("score").unwrap().n_chunks(), 1);
+        assert_eq!(all.column("band").unwrap().n_chunks(), 5, "text stays in its parts");
+        let short = by_parts(&bounds, 50, |&(start, len)| Ok(frame(start, len - (start == 30) as usize)));
+        assert!(short.unwrap().is_none(), "a part short of its rows");
+        let failed = by_parts(&bounds, 50, |&(start, len)| match start {
+            40 => bail!("part at 40 failed"),
+            _ => Ok(frame(start, len)),
+        });
+        assert!(failed.unwrap_err().to_string().contains("part at 40 failed"));
     }
 
     /// Views with a statement that is not row by row (a window over each brand's rows) are
