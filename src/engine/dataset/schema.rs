@@ -128,7 +128,7 @@ pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
 /// the rest of the chunk is coded by text alone. The latest block decides, not the rows seen so
 /// far: a chunk of several Parquet row groups, each with a dictionary of tens of thousands of
 /// versions, brings most of its views early on and reuses them after (a 10M-row export's
-/// versions gave the map up after a tenth of each chunk when the rows seen decided).
+/// versions gave the map up within each chunk's first row groups when the rows seen decided).
 pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
     use polars_arrow::array::Array;
     let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
