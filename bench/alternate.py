@@ -22,7 +22,8 @@ import time
 
 HEADERS = {"X-API-Key": "demo-key", "X-API-Secret": "demo-secret"}
 PHASES = ("read_ms", "check_ms", "views_ms", "snapshot_ms", "total_ms", "views_faults", "snapshot_faults")
-STEPS = ("catalog permutation", "key orders", "catalog order", "text index", "positions")
+STEPS = ("id ranks", "catalog text ranks", "catalog keys sorted", "catalog permutation", "key orders",
+         "catalog order", "text index", "positions")
 
 
 def start(build, export):

@@ -406,6 +406,7 @@ impl KeyOrders {
         }
         let t = std::time::Instant::now();
         let id_rank = order.ranks()?;
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "id ranks");
         let catalog = catalog_permutation(frame, &id_rank, &order.by_id)?;
         tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog permutation");
         let columns = KEY_COLUMNS.iter().map(|c| frame.column(c).cloned()).collect::<PolarsResult<_>>()?;
@@ -928,6 +929,8 @@ fn positions_sorted(
 /// (ranked once per dictionary entry), so most comparisons are between integers.
 fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> PolarsResult<Vec<u32>> {
     use rayon::prelude::*;
+    // Each step's debug line: the time since this permutation began (the id ranks come before).
+    let t = std::time::Instant::now();
     let lexical_ranks = |values: &TextValues| -> Vec<u32> {
         match values {
             TextValues::Dictionary(codes, mapping) => {
@@ -957,6 +960,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
         (join(marca), join(modelo), versao)
     });
     let (marca, modelo, versao) = (marca?, modelo?, versao?);
+    tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog text ranks");
     let ano = df.column("ano")?.i32()?;
     if id_rank.len() != df.height() {
         polars_bail!(ComputeError: "the id ranks are not the frame's rows");
@@ -978,6 +982,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
         // The key alone is sorted (16 bytes a row, not 32 with the row beside it): its id rank
         // names the row through the id order.
         let keyed = super::bucket_sort::sorted(df.height(), key, |k| *k);
+        tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog keys sorted");
         return Ok(keyed.par_iter().map(|&k| by_id[k as u32 as usize]).collect());
     }
     // More distinct values than the packed key holds: compare field by field.
