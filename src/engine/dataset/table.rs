@@ -929,8 +929,8 @@ fn positions_sorted(
 /// (ranked once per dictionary entry), so most comparisons are between integers.
 fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> PolarsResult<Vec<u32>> {
     use rayon::prelude::*;
-    // Each step's debug line: the time since this permutation began (the id ranks come before).
-    let t = std::time::Instant::now();
+    // Each step's debug line: that step's own time.
+    let mut t = std::time::Instant::now();
     let lexical_ranks = |values: &TextValues| -> Vec<u32> {
         match values {
             TextValues::Dictionary(codes, mapping) => {
@@ -961,6 +961,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
     });
     let (marca, modelo, versao) = (marca?, modelo?, versao?);
     tracing::debug!(ms = t.elapsed().as_millis() as u64, "catalog text ranks");
+    t = std::time::Instant::now();
     let ano = df.column("ano")?.i32()?;
     if id_rank.len() != df.height() {
         polars_bail!(ComputeError: "the id ranks are not the frame's rows");
