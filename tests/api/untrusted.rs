@@ -652,7 +652,7 @@ fn a_restart_on_an_unchanged_export_maps_the_prepared_table() {
     {
         let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
         assert_eq!(served_version(&app), (version.clone(), "export".to_string()));
-        assert!(app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
+        wait_for_log(&app, "prepared table mapped from the state folder");
         assert_eq!(answers(&app), loaded, "the mapped table answers as the loaded one");
     }
     // One flipped byte in the prepared table: refused by its checksums, the export is loaded.
@@ -663,7 +663,7 @@ fn a_restart_on_an_unchanged_export_maps_the_prepared_table() {
     {
         let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
         assert_eq!(served_version(&app), (version.clone(), "export".to_string()));
-        assert!(app.logs().contains("checksums do not match"), "{}", app.logs());
+        wait_for_log(&app, "checksums do not match");
         assert!(!app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
         assert_eq!(answers(&app), loaded);
         // Written again from the loaded table.
@@ -676,7 +676,7 @@ fn a_restart_on_an_unchanged_export_maps_the_prepared_table() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     let app = TestApp::serve(&temp_dir("prepared-run"), &data, &args);
-    assert!(app.logs().contains("prepared table mapped from the state folder"), "{}", app.logs());
+    wait_for_log(&app, "prepared table mapped from the state folder");
     assert_eq!(answers(&app), loaded);
     let _ = std::fs::remove_dir_all(&dir);
 }
