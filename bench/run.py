@@ -866,16 +866,40 @@ def ratios(row):
     return out
 
 
-def growth(results):
-    """The cold start at 10M rows against 1M (when both ran): the load grows no faster than the
-    rows (10x the rows within 11x the time)."""
+# Rounds of the growth measure: a 1M cold start then a 10M one, each round's ratio on its own.
+GROWTH_ROUNDS = 5
+
+
+def growth(args, results):
+    """The cold start at 10M rows against 1M (when both sizes ran): the load grows no faster than
+    the rows (10x the rows within 11x the time). The two sizes' starts are taken minutes apart in
+    their own sections, and a shared machine's speed drifts within minutes: the ratio is measured
+    again here, GROWTH_ROUNDS rounds each starting the 1M export then the 10M one on the same
+    files, and the median of the rounds' own ratios is the one reported (the sections' medians
+    stay in results.json)."""
     by_rows = {r["rows"]: r for r in results if "cold_start_s" in r}
     if 1_000_000 not in by_rows or 10_000_000 not in by_rows:
         return []
-    small, large = by_rows[1_000_000]["cold_start_s"], by_rows[10_000_000]["cold_start_s"]
-    return [{"rows": 10_000_000, "metric": "cold start at 10M rows (s) vs at 1M rows", "value": round(large, 2),
-             "reference": round(small, 2), "ratio": round(large / small, 2), "target": "<= 11x",
-             "met": large <= 11 * small, "failed": None}]
+    paths = {rows: catalog(args.binary, rows, SEED) for rows in (1_000_000, 10_000_000)}
+    rounds = []
+    for _ in range(GROWTH_ROUNDS):
+        walls = {}
+        for rows, path in paths.items():
+            server = Server([args.binary, "serve", "--bind", "127.0.0.1:0", "--data", path, "--log", "warn"])
+            try:
+                walls[rows] = wait_ready(server)
+            finally:
+                server.stop()
+        rounds.append((walls[1_000_000], walls[10_000_000]))
+        log(f"growth round: 1M {walls[1_000_000]:.2f} s, 10M {walls[10_000_000]:.2f} s, "
+            f"{walls[10_000_000] / walls[1_000_000]:.2f}x")
+    ratio = statistics.median(large / small for small, large in rounds)
+    small = statistics.median(s for s, _ in rounds)
+    large = statistics.median(l for _, l in rounds)
+    by_rows[10_000_000]["growth_rounds_s"] = rounds
+    return [{"rows": 10_000_000, "metric": f"cold start at 10M rows (s) vs at 1M rows, {GROWTH_ROUNDS} paired starts",
+             "value": round(large, 2), "reference": round(small, 2), "ratio": round(ratio, 2), "target": "<= 11x",
+             "met": ratio <= 11, "failed": None}]
 
 
 # --------------------------------------------------------------------------- scaling with cores
@@ -957,7 +981,11 @@ def main():
             errors.append({"rows": rows, "error": f"{type(e).__name__}: {e}"})
 
     lines = [line for row in results for line in ratios(row)]
-    lines += growth(results)
+    try:
+        lines += growth(args, results)
+    except Exception as e:
+        log(traceback.format_exc())
+        errors.append({"rows": 10_000_000, "error": f"growth: {type(e).__name__}: {e}"})
     if os.environ.get("BENCH_CORES"):
         try:
             lines += scaling(args, [int(c) for c in os.environ["BENCH_CORES"].split(",") if c.strip()])

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use super::formula::Casas;
 use super::publish::round_published;
 use super::reorder::{listed_by_key, reorder, Order};
-use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, IdOrder, ID};
+use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, Distinct, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
 use super::text_rank::dense_ranks;
@@ -1006,10 +1006,10 @@ fn plain_ranks(text: &StringChunked) -> Vec<u32> {
     let n = text.len();
     let step = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
     let parts: Vec<StringChunked> = (0..n).step_by(step).map(|start| text.slice(start as i64, step)).collect();
-    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(text_codes_of_many).collect();
+    let local: Vec<(Vec<Option<u32>>, Distinct)> = parts.par_iter().map(text_codes_of_many).collect();
     // The parts' distinct values one after another, ranked together; each part's codes then
     // read their ranks from its own stretch of them.
-    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
+    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter()).collect();
     let ranks = dense_ranks(&all);
     let mut maps: Vec<&[u32]> = Vec::with_capacity(local.len());
     let mut rest = &ranks[..];
