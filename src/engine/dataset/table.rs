@@ -969,8 +969,16 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
     // One integer key per row: brand, model and version ranks, the year descending and the id
     // rank, most significant first (16 + 24 + 24 + 16 + 32 bits). The key is read three times a
     // row by the sort (see `bucket_sort`): each part of it from a plain slice.
-    let ano_desc: Vec<u16> =
-        ano.iter().map(|a| (u16::MAX as i64 - a.unwrap_or_default() as i64).clamp(0, u16::MAX as i64) as u16).collect();
+    let ano = ano.rechunk();
+    let ano = ano.downcast_as_array();
+    let (anos, valid) = (ano.values().as_slice(), ano.validity());
+    let ano_desc: Vec<u16> = (0..anos.len())
+        .into_par_iter()
+        .map(|i| {
+            let a = if valid.is_none_or(|v| v.get_bit(i)) { anos[i] } else { 0 };
+            (u16::MAX as i64 - a as i64).clamp(0, u16::MAX as i64) as u16
+        })
+        .collect();
     let key = |i: usize| -> u128 {
         ((marca[i] as u128) << 96)
             | ((modelo[i] as u128) << 72)
@@ -978,7 +986,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
             | ((ano_desc[i] as u128) << 32)
             | id_rank[i] as u128
     };
-    let fits = |ranks: &[u32], bits: u32| ranks.iter().all(|r| (*r as u64) < (1u64 << bits));
+    let fits = |ranks: &[u32], bits: u32| ranks.par_iter().all(|r| (*r as u64) < (1u64 << bits));
     if fits(&marca, 16) && fits(&modelo, 24) && fits(&versao, 24) && by_id.len() == df.height() {
         // The key alone is sorted (16 bytes a row, not 32 with the row beside it): its id rank
         // names the row through the id order.
