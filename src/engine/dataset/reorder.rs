@@ -339,7 +339,7 @@ impl Dealt {
             position,
             blocks,
             1 << 20,
-            |p| Some((p >> BLOCK_BITS) as usize),
+            |_, p| Some((p >> BLOCK_BITS) as usize),
             |p| p & ((1 << BLOCK_BITS) - 1),
         );
         Dealt { block_of, starts, offsets }
@@ -386,7 +386,7 @@ impl Dealt {
 }
 
 /// A stable counting sort on every core: `value(item)` for each of `items` that has a key
-/// (below `keys`), listed by key, each key's items in their order in `items`; with where each
+/// (`key(i, item)` for the `i`-th item, below `keys`), listed by key, each key's items in their order in `items`; with where each
 /// key's run starts (one more entry than keys). Parts of `part` items count their items per key
 /// side by side, then each part writes its items from its own place in each key's run. The slots
 /// are atomics written with plain stores, each exactly once.
@@ -394,24 +394,25 @@ pub fn listed_by_key(
     items: &[u32],
     keys: usize,
     part: usize,
-    key: impl Fn(u32) -> Option<usize> + Sync,
+    key: impl Fn(usize, u32) -> Option<usize> + Sync,
     value: impl Fn(u32) -> u32 + Sync,
 ) -> (Vec<u32>, Vec<usize>) {
     use rayon::prelude::*;
     let part = part.max(1);
     let counts: Vec<Vec<usize>> = items
         .par_chunks(part)
-        .map(|items| {
+        .enumerate()
+        .map(|(p, items)| {
             let mut count = vec![0usize; keys];
-            items.iter().filter_map(|&item| key(item)).for_each(|k| count[k] += 1);
+            items.iter().enumerate().filter_map(|(i, &item)| key(p * part + i, item)).for_each(|k| count[k] += 1);
             count
         })
         .collect();
     let (starts, firsts) = slots_of_parts(&counts, keys);
     let listed: Vec<AtomicU32> = (0..starts[keys]).into_par_iter().map(|_| AtomicU32::new(0)).collect();
-    items.par_chunks(part).zip(firsts).for_each(|(items, mut next)| {
-        for &item in items {
-            if let Some(k) = key(item) {
+    items.par_chunks(part).enumerate().zip(firsts).for_each(|((p, items), mut next)| {
+        for (i, &item) in items.iter().enumerate() {
+            if let Some(k) = key(p * part + i, item) {
                 listed[next[k]].store(value(item), Ordering::Relaxed);
                 next[k] += 1;
             }
@@ -641,7 +642,7 @@ mod tests {
         let items: Vec<u32> = (0..1000).map(|i| (i * 7919) % 1000).collect();
         // Keys 0-4 by the item's last digit (5-9 have none), in parts of 64 items.
         let key = |item: u32| ((item % 10) < 5).then_some((item % 10) as usize);
-        let (listed, starts) = listed_by_key(&items, 5, 64, key, |item| item * 2);
+        let (listed, starts) = listed_by_key(&items, 5, 64, |_, item| key(item), |item| item * 2);
         let mut want: Vec<u32> = Vec::new();
         let mut want_starts = vec![0];
         for k in 0..5 {

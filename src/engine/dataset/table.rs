@@ -741,7 +741,6 @@ fn positions_counted(
     by_id: &[u32],
     casas_eco_score: u32,
 ) -> Option<Ranked> {
-    use polars_arrow::bitmap::MutableBitmap;
     use rayon::prelude::*;
     let (n, count) = (levels.len(), *count);
     if groups.iter().any(|(_, codes)| codes.saturating_mul(count) > COUNTED_CELLS) {
@@ -824,18 +823,20 @@ fn positions_counted(
                 _ => 0,
             })
             .collect();
-        let mut valid = MutableBitmap::from_len_zeroed(n);
-        for (row, &l) in levels.iter().enumerate() {
-            if l != u32::MAX && column.code_at(row as u32).is_some() {
-                valid.set(row, true);
-            }
-        }
-        UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, values, Some(valid.into()))
+        // A position is 1 or more: a row has one where its value is not 0 (packed on every core).
+        let bytes: Vec<u8> = values
+            .par_chunks(8)
+            .map(|eight| eight.iter().enumerate().fold(0u8, |byte, (i, &p)| byte | ((p != 0) as u8) << i))
+            .collect();
+        UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, values, Some(Bitmap::from_u8_vec(bytes, n)))
     };
     // The scored rows by score (best first), then id: the rows by id listed by level, each level's
-    // run after the better levels' (its first position), on every core.
+    // run after the better levels' (its first position), on every core. The levels are read in
+    // id order once (rows from anywhere in the table), then by both passes of the listing in turn.
     let by_score = || -> Vec<u32> {
-        let level = |row: u32| levels.get(row as usize).filter(|&&l| l != u32::MAX).map(|&l| l as usize);
+        let level_by_id: Vec<u32> =
+            by_id.par_iter().map(|&row| levels.get(row as usize).copied().unwrap_or(u32::MAX)).collect();
+        let level = |k: usize, _| Some(level_by_id[k]).filter(|&l| l != u32::MAX).map(|l| l as usize);
         listed_by_key(by_id, count, part, level, |row| row).0
     };
     let ((categoria, combustivel), order) =
