@@ -872,12 +872,13 @@ GROWTH_ROUNDS = 5
 
 def growth(args, results):
     """The cold start at 10M rows against 1M (when both sizes ran): the load grows no faster than
-    the rows (10x the rows within 11x the time). The two sizes' starts are taken minutes apart in
-    their own sections, and a shared machine's speed drifts within minutes: the ratio is measured
-    again here, GROWTH_ROUNDS rounds each starting the 1M export then the 10M one on the same
-    files: the ratio reported is the median 10M start over the median 1M start of these rounds
-    (the rounds' own ratios are logged; a burst of noise on a short 1M start moves a round's ratio
-    more than a median; the sections' medians stay in results.json)."""
+    the rows (10x the rows within 11x the time).
+
+    The sizes' own sections start them minutes apart, and a shared machine's speed drifts within
+    minutes, so the growth is measured here in GROWTH_ROUNDS rounds, each starting the 1M export
+    then the 10M one. Reported: the median 10M start over the median 1M start of the rounds (a
+    burst of noise on one short 1M start moves a single round's ratio more than the medians).
+    Each round's ratio is logged; the sections' medians stay in results.json."""
     by_rows = {r["rows"]: r for r in results if "cold_start_s" in r}
     if 1_000_000 not in by_rows or 10_000_000 not in by_rows:
         return []

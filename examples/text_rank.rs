@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use eco_insights::engine::dataset::schema::{text_codes_of_many, Distinct};
+use eco_insights::engine::dataset::schema::text_codes_of_many;
 use eco_insights::engine::dataset::text_rank::dense_ranks;
 use polars::prelude::*;
 use rayon::prelude::*;
@@ -33,9 +33,9 @@ fn main() {
         times[times.len() / 2].as_secs_f64() * 1000.0
     };
     let t = Instant::now();
-    let local: Vec<(Vec<Option<u32>>, Distinct)> = parts.par_iter().map(text_codes_of_many).collect();
+    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(|p| text_codes_of_many(p)).collect();
     let codes_ms = t.elapsed().as_secs_f64() * 1000.0;
-    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter()).collect();
+    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
     let compared = |values: &[&str]| -> Vec<u32> {
         let mut order: Vec<(&str, u32)> = values.iter().enumerate().map(|(i, v)| (*v, i as u32)).collect();
         order.par_sort_unstable_by(|a, b| a.0.cmp(b.0));

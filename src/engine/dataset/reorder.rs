@@ -302,11 +302,13 @@ fn prefetch<V>(values: &[V], i: usize) {
 /// The bits of `bits` read in `order`, packed eight at a time (not pushed one by one). A
 /// column's validity is an eighth of a byte a row: it stays in the caches.
 fn gather_bits(bits: &Bitmap, order: &[u32]) -> Bitmap {
-    let bytes = order
-        .chunks(8)
-        .map(|rows| rows.iter().enumerate().fold(0u8, |byte, (j, &r)| byte | ((bits.get_bit(r as usize) as u8) << j)))
-        .collect();
+    let bytes = order.chunks(8).map(|rows| packed_byte(rows, |&r| bits.get_bit(r as usize))).collect();
     Bitmap::from_u8_vec(bytes, order.len())
+}
+
+/// The byte of a bitmap holding `bit` of each of (up to) eight items, the first in its lowest bit.
+pub fn packed_byte<T>(eight: &[T], bit: impl Fn(&T) -> bool) -> u8 {
+    eight.iter().enumerate().fold(0u8, |byte, (j, item)| byte | (bit(item) as u8) << j)
 }
 
 /// Rows per block of the output in [`Dealt`]: 2 MiB of 8-byte values, about a core's own cache.
@@ -386,8 +388,8 @@ impl Dealt {
 }
 
 /// A stable counting sort on every core: `value(item)` for each of `items` that has a key
-/// (`key(i, item)` for the `i`-th item, below `keys`), listed by key, each key's items in their order in `items`; with where each
-/// key's run starts (one more entry than keys). Parts of `part` items count their items per key
+/// (`key(i, item)` for the `i`-th item, below `keys`), listed by key, each key's items in their
+/// order in `items`; with where each key's run starts (one more entry than keys). Parts of `part` items count their items per key
 /// side by side, then each part writes its items from its own place in each key's run. The slots
 /// are atomics written with plain stores, each exactly once.
 pub fn listed_by_key(

@@ -116,54 +116,40 @@ pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
     let mut coder = Coder::default();
     for arr in text.downcast_iter() {
         let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
-        by_view_codes(&mut coder, arr, 0, arr.views(), &mut by_view, &mut codes);
+        coder.by_view(arr, 0, arr.views(), &mut by_view, &mut codes);
     }
     (codes, coder.distinct)
 }
 
-/// [`text_codes`] for a column of many distinct values, where most views may be new. The map of
-/// views is kept small: when it holds more views than a large dictionary's and the latest block
-/// of rows mostly brought new views (the next row group's dictionary), it is emptied and starts
-/// again, so that a lookup stays in cache. It is given up only when block after block
-/// ([`VIEW_GIVE_UP_BLOCKS`] in a row) mostly brings new views (long strings written plainly,
-/// each row's view pointing at its own bytes): it would only add a lookup and an entry per row,
-/// and the rest of the chunk is coded by text alone. A chunk of several Parquet row groups, each
-/// with a dictionary of tens of thousands of versions, brings most of a row group's views early
-/// in it and reuses them after.
-/// The distinct values are copied into a [`Distinct`] as they are found: a value is compared
-/// with its match there, not with the first row that held it somewhere in the column.
-pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Distinct) {
+/// [`text_codes`] for a column of many distinct values, where most views may be new: the map of
+/// views is given up once it stops paying. When it holds more views than a large dictionary's
+/// and most rows of its latest block of rows brought a new view (long strings written plainly,
+/// each row's view pointing at its own bytes), it would only add a lookup and an entry per row:
+/// the rest of the chunk is coded by text alone. The latest block decides, not the rows seen so
+/// far: a chunk of several Parquet row groups, each with a dictionary of tens of thousands of
+/// versions, brings most of its views early on and reuses them after (a 10M-row export's
+/// versions gave the map up within each chunk's first row groups when the rows seen decided).
+pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
     use polars_arrow::array::Array;
     let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
-    let mut distinct = Distinct::default();
+    let mut coder = Coder::default();
     for arr in text.downcast_iter() {
         let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
         let mut done = 0;
-        // Blocks in a row whose rows mostly brought a new view.
-        let mut new_blocks = 0;
         for block in arr.views().chunks(VIEW_CHECK_ROWS) {
             let before = by_view.len();
-            by_view_codes(&mut distinct, arr, done, block, &mut by_view, &mut codes);
+            coder.by_view(arr, done, block, &mut by_view, &mut codes);
             done += block.len();
-            new_blocks = if (by_view.len() - before) * 2 > block.len() { new_blocks + 1 } else { 0 };
-            if new_blocks >= VIEW_GIVE_UP_BLOCKS {
+            if by_view.len() > VIEW_MAP_MAX && (by_view.len() - before) * 2 > block.len() {
                 break;
-            }
-            if by_view.len() > VIEW_MAP_MAX && new_blocks > 0 {
-                by_view.clear();
             }
         }
         drop(by_view);
         for i in done..arr.len() {
-            codes.push(arr.is_valid(i).then(|| distinct.code(arr.value(i))));
+            codes.push(arr.is_valid(i).then(|| coder.code(arr.value(i))));
         }
     }
-    (codes, distinct)
-}
-
-/// What gives a string its code, the first code for the first distinct string.
-trait Code<'a> {
-    fn code(&mut self, value: &'a str) -> u32;
+    (codes, coder.distinct)
 }
 
 /// The distinct strings of [`text_codes`] as they are found, with their codes.
@@ -173,7 +159,7 @@ struct Coder<'a> {
     by_text: PlHashMap<&'a str, u32>,
 }
 
-impl<'a> Code<'a> for Coder<'a> {
+impl<'a> Coder<'a> {
     fn code(&mut self, value: &'a str) -> u32 {
         let distinct = &mut self.distinct;
         *self.by_text.entry(value).or_insert_with(|| {
@@ -181,87 +167,28 @@ impl<'a> Code<'a> for Coder<'a> {
             distinct.len() as u32 - 1
         })
     }
-}
 
-/// The distinct strings of [`text_codes_of_many`], copied one after another as they are found
-/// (code `c` is the `c`-th), with a table finding a string's code by its hash. A lookup reads
-/// only these bytes, however far apart the column's rows lie: a million distinct versions
-/// compared where the column holds them were a trip to memory per row at 10M rows.
-#[derive(Default)]
-pub struct Distinct {
-    bytes: Vec<u8>,
-    /// Where each string ends in `bytes` (it starts where the one before ends).
-    ends: Vec<usize>,
-    hashes: Vec<u64>,
-    table: hashbrown::HashTable<u32>,
-    state: PlRandomState,
-}
-
-impl Distinct {
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// The string of `code` (one of this set's).
-    pub fn get(&self, code: u32) -> &str {
-        // The bytes were copied whole from a `&str`: they are UTF-8.
-        std::str::from_utf8(stored(&self.bytes, &self.ends, code)).unwrap_or_default()
-    }
-
-    /// The strings in code order.
-    pub fn iter(&self) -> impl Iterator<Item = &str> + '_ {
-        (0..self.len() as u32).map(|c| self.get(c))
-    }
-}
-
-/// The bytes of string `code` of a [`Distinct`].
-fn stored<'b>(bytes: &'b [u8], ends: &[usize], code: u32) -> &'b [u8] {
-    let c = code as usize;
-    let start = if c == 0 { 0 } else { ends[c - 1] };
-    &bytes[start..ends[c]]
-}
-
-impl Code<'_> for Distinct {
-    fn code(&mut self, value: &str) -> u32 {
-        use std::hash::BuildHasher;
-        let hash = self.state.hash_one(value.as_bytes());
-        let Distinct { bytes, ends, hashes, table, .. } = self;
-        if let Some(&code) = table.find(hash, |&c| stored(bytes, ends, c) == value.as_bytes()) {
-            return code;
+    /// Codes `views`, the rows of `arr` from `first` on, by their views first (a string hashed
+    /// once per distinct view).
+    #[inline(always)]
+    fn by_view(
+        &mut self,
+        arr: &'a Utf8ViewArray,
+        first: usize,
+        views: &[polars_arrow::array::View],
+        by_view: &mut PlHashMap<u128, u32>,
+        codes: &mut Vec<Option<u32>>,
+    ) {
+        use polars_arrow::array::Array;
+        for (k, view) in views.iter().enumerate() {
+            let i = first + k;
+            if !arr.is_valid(i) {
+                codes.push(None);
+                continue;
+            }
+            let code = *by_view.entry(view.as_u128()).or_insert_with(|| self.code(arr.value(i)));
+            codes.push(Some(code));
         }
-        let code = ends.len() as u32;
-        bytes.extend_from_slice(value.as_bytes());
-        ends.push(bytes.len());
-        hashes.push(hash);
-        table.insert_unique(hash, code, |&c| hashes[c as usize]);
-        code
-    }
-}
-
-/// Codes `views`, the rows of `arr` from `first` on, by their views first (a string hashed
-/// once per distinct view).
-#[inline(always)]
-fn by_view_codes<'a>(
-    coder: &mut impl Code<'a>,
-    arr: &'a Utf8ViewArray,
-    first: usize,
-    views: &[polars_arrow::array::View],
-    by_view: &mut PlHashMap<u128, u32>,
-    codes: &mut Vec<Option<u32>>,
-) {
-    use polars_arrow::array::Array;
-    for (k, view) in views.iter().enumerate() {
-        let i = first + k;
-        if !arr.is_valid(i) {
-            codes.push(None);
-            continue;
-        }
-        let code = *by_view.entry(view.as_u128()).or_insert_with(|| coder.code(arr.value(i)));
-        codes.push(Some(code));
     }
 }
 
@@ -270,11 +197,6 @@ const VIEW_CHECK_ROWS: usize = 4096;
 
 /// Views [`text_codes_of_many`] always keeps a map of (a large dictionary's: a few megabytes).
 const VIEW_MAP_MAX: usize = 1 << 16;
-
-/// Blocks of [`VIEW_CHECK_ROWS`] rows in a row, each mostly new views, after which
-/// [`text_codes_of_many`] gives up its map of views (a dictionary's views are reused within a
-/// block or two; plain strings never are).
-const VIEW_GIVE_UP_BLOCKS: usize = 16;
 
 /// A text column dictionary-encoded with a mapping of its own ([`dictionary_dtype`]), each
 /// distinct string hashed once (see [`text_codes`]).
@@ -857,9 +779,8 @@ mod tests {
 
     #[test]
     fn many_distinct_values_are_coded_like_few() {
-        // Long strings, each row's own bytes (a view per row), three rows per value: after
-        // VIEW_GIVE_UP_BLOCKS blocks of new views the map of views is given up and the rest is
-        // coded by text alone.
+        // Long strings, each row's own bytes (a view per row), three rows per value: past
+        // VIEW_MAP_MAX views the map of views is given up and the rest is coded by text alone.
         let rows = 3 * VIEW_MAP_MAX + 12_345;
         let values: Vec<Option<String>> = (0..rows)
             .map(|i| (i % 101 != 0).then(|| format!("a version of a model number {}", (i * 7) % (rows / 3))))
@@ -869,37 +790,9 @@ mod tests {
         let (few, few_distinct) = text_codes(&column);
         let (many, many_distinct) = text_codes_of_many(&column);
         assert_eq!(few, many);
-        assert_eq!(few_distinct, many_distinct.iter().collect::<Vec<_>>());
-        let decoded: Vec<Option<String>> = many.iter().map(|c| c.map(|c| many_distinct.get(c).to_string())).collect();
-        assert_eq!(decoded, values);
-    }
-
-    #[test]
-    fn a_map_of_views_emptied_on_the_way_codes_like_one_pass() {
-        // Short strings live in their views, so a repeated value repeats its view, like a row
-        // group's dictionary: two blocks of new values, then a block repeating the one before,
-        // until the map holds more than VIEW_MAP_MAX views and is emptied at a new block.
-        let blocks = 3 * (VIEW_MAP_MAX / VIEW_CHECK_ROWS) + 9;
-        let mut values: Vec<Option<String>> = Vec::with_capacity(blocks * VIEW_CHECK_ROWS);
-        let mut next = 0usize;
-        for b in 0..blocks {
-            let start = values.len();
-            for k in 0..VIEW_CHECK_ROWS {
-                let value = if b % 3 == 2 {
-                    values[start - VIEW_CHECK_ROWS + k].clone()
-                } else {
-                    next += 1;
-                    (k % 97 != 0).then(|| format!("v{next}"))
-                };
-                values.push(value);
-            }
-        }
-        let column = StringChunked::new("t".into(), &values);
-        let (few, few_distinct) = text_codes(&column);
-        let (many, many_distinct) = text_codes_of_many(&column);
-        assert_eq!(few, many);
-        assert_eq!(few_distinct, many_distinct.iter().collect::<Vec<_>>());
-        let decoded: Vec<Option<String>> = many.iter().map(|c| c.map(|c| many_distinct.get(c).to_string())).collect();
+        assert_eq!(few_distinct, many_distinct);
+        let decoded: Vec<Option<String>> =
+            many.iter().map(|c| c.map(|c| many_distinct[c as usize].to_string())).collect();
         assert_eq!(decoded, values);
     }
 

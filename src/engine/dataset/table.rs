@@ -14,8 +14,8 @@ use uuid::Uuid;
 
 use super::formula::Casas;
 use super::publish::round_published;
-use super::reorder::{listed_by_key, reorder, Order};
-use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, Distinct, IdOrder, ID};
+use super::reorder::{listed_by_key, packed_byte, reorder, Order};
+use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
 use super::text_rank::dense_ranks;
@@ -824,10 +824,7 @@ fn positions_counted(
             })
             .collect();
         // A position is 1 or more: a row has one where its value is not 0 (packed on every core).
-        let bytes: Vec<u8> = values
-            .par_chunks(8)
-            .map(|eight| eight.iter().enumerate().fold(0u8, |byte, (i, &p)| byte | ((p != 0) as u8) << i))
-            .collect();
+        let bytes: Vec<u8> = values.par_chunks(8).map(|eight| packed_byte(eight, |&p| p != 0)).collect();
         UInt32Chunked::from_vec_validity(PlSmallStr::EMPTY, values, Some(Bitmap::from_u8_vec(bytes, n)))
     };
     // The scored rows by score (best first), then id: the rows by id listed by level, each level's
@@ -1015,10 +1012,10 @@ fn plain_ranks(text: &StringChunked) -> Vec<u32> {
     let n = text.len();
     let step = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
     let parts: Vec<StringChunked> = (0..n).step_by(step).map(|start| text.slice(start as i64, step)).collect();
-    let local: Vec<(Vec<Option<u32>>, Distinct)> = parts.par_iter().map(text_codes_of_many).collect();
+    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(text_codes_of_many).collect();
     // The parts' distinct values one after another, ranked together; each part's codes then
     // read their ranks from its own stretch of them.
-    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter()).collect();
+    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
     let ranks = dense_ranks(&all);
     let mut maps: Vec<&[u32]> = Vec::with_capacity(local.len());
     let mut rest = &ranks[..];
