@@ -1,14 +1,15 @@
 //! How ranking a text column's distinct values scales, the way the load ranks the versions of a
 //! catalog (`src/engine/dataset/text_rank.rs`): the column's rows are cut in parts, each part's
 //! distinct values found, and all the parts' values ranked together, once by a comparison sort
-//! of the strings and once eight bytes at a time. Prints the median of three rounds of each.
+//! of the strings and once eight bytes at a time; then the rows ranked as the load ranks them
+//! (sorted by hash, `row_ranks`), which must agree. Prints the median of three rounds of each.
 //!
 //! `cargo run --release --example text_rank -- FILE.parquet [COLUMN]` (`versao` unless given).
 
 use std::time::{Duration, Instant};
 
-use eco_insights::engine::dataset::schema::text_codes_of_many;
-use eco_insights::engine::dataset::text_rank::dense_ranks;
+use eco_insights::engine::dataset::schema::text_codes;
+use eco_insights::engine::dataset::text_rank::{dense_ranks, row_ranks};
 use polars::prelude::*;
 use rayon::prelude::*;
 
@@ -33,7 +34,7 @@ fn main() {
         times[times.len() / 2].as_secs_f64() * 1000.0
     };
     let t = Instant::now();
-    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(|p| text_codes_of_many(p)).collect();
+    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(|p| text_codes(p)).collect();
     let codes_ms = t.elapsed().as_secs_f64() * 1000.0;
     let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
     let compared = |values: &[&str]| -> Vec<u32> {
@@ -62,5 +63,22 @@ fn main() {
         }
         line.push_str(&format!(" {name} {:.0} ms;", median(times)));
     }
+    // The rows' ranks as the load finds them (sorted by hash, see `row_ranks`), checked against
+    // the parts' values ranked above.
+    let ranks = first.expect("ranked");
+    let mut at = 0;
+    let mut by_parts: Vec<u32> = Vec::with_capacity(n);
+    for (codes, distinct) in &local {
+        by_parts.extend(codes.iter().map(|c| c.map_or(0, |c| ranks[at + c as usize])));
+        at += distinct.len();
+    }
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let t = Instant::now();
+        let rows = row_ranks(&text);
+        times.push(t.elapsed());
+        assert_eq!(rows, by_parts, "the rows rank alike");
+    }
+    line.push_str(&format!(" rows ranked by hash {:.0} ms", median(times)));
     println!("{line}");
 }

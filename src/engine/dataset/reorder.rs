@@ -286,7 +286,7 @@ fn gather_values<V: Copy>(values: &[V], order: &[u32]) -> Vec<V> {
 
 /// A hint that `values[i]` (when it exists) is read soon.
 #[inline(always)]
-fn prefetch<V>(values: &[V], i: usize) {
+pub(super) fn prefetch<V>(values: &[V], i: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(v) = values.get(i) {
         // SAFETY: a prefetch only hints at a load; the address is inside `values`.

@@ -121,37 +121,6 @@ pub fn text_codes(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
     (codes, coder.distinct)
 }
 
-/// [`text_codes`] for a column of many distinct values, where most views may be new: the map of
-/// views is given up once it stops paying. When it holds more views than a large dictionary's
-/// and most rows of its latest block of rows brought a new view (long strings written plainly,
-/// each row's view pointing at its own bytes), it would only add a lookup and an entry per row:
-/// the rest of the chunk is coded by text alone. The latest block decides, not the rows seen so
-/// far: a chunk of several Parquet row groups, each with a dictionary of tens of thousands of
-/// versions, brings most of its views early on and reuses them after (a 10M-row export's
-/// versions gave the map up within each chunk's first row groups when the rows seen decided).
-pub fn text_codes_of_many(text: &StringChunked) -> (Vec<Option<u32>>, Vec<&str>) {
-    use polars_arrow::array::Array;
-    let mut codes: Vec<Option<u32>> = Vec::with_capacity(text.len());
-    let mut coder = Coder::default();
-    for arr in text.downcast_iter() {
-        let mut by_view: PlHashMap<u128, u32> = PlHashMap::with_capacity(64);
-        let mut done = 0;
-        for block in arr.views().chunks(VIEW_CHECK_ROWS) {
-            let before = by_view.len();
-            coder.by_view(arr, done, block, &mut by_view, &mut codes);
-            done += block.len();
-            if by_view.len() > VIEW_MAP_MAX && (by_view.len() - before) * 2 > block.len() {
-                break;
-            }
-        }
-        drop(by_view);
-        for i in done..arr.len() {
-            codes.push(arr.is_valid(i).then(|| coder.code(arr.value(i))));
-        }
-    }
-    (codes, coder.distinct)
-}
-
 /// The distinct strings of [`text_codes`] as they are found, with their codes.
 #[derive(Default)]
 struct Coder<'a> {
@@ -191,12 +160,6 @@ impl<'a> Coder<'a> {
         }
     }
 }
-
-/// How often [`text_codes_of_many`] checks whether its map of views still pays (rows).
-const VIEW_CHECK_ROWS: usize = 4096;
-
-/// Views [`text_codes_of_many`] always keeps a map of (a large dictionary's: a few megabytes).
-const VIEW_MAP_MAX: usize = 1 << 16;
 
 /// A text column dictionary-encoded with a mapping of its own ([`dictionary_dtype`]), each
 /// distinct string hashed once (see [`text_codes`]).
@@ -775,25 +738,6 @@ mod tests {
         };
         assert_eq!(codes(&chunked), codes(&one));
         assert_eq!(codes(&chunked)[..3], [Some(0), None, Some(1)]);
-    }
-
-    #[test]
-    fn many_distinct_values_are_coded_like_few() {
-        // Long strings, each row's own bytes (a view per row), three rows per value: past
-        // VIEW_MAP_MAX views the map of views is given up and the rest is coded by text alone.
-        let rows = 3 * VIEW_MAP_MAX + 12_345;
-        let values: Vec<Option<String>> = (0..rows)
-            .map(|i| (i % 101 != 0).then(|| format!("a version of a model number {}", (i * 7) % (rows / 3))))
-            .collect();
-        let mut column = StringChunked::new("t".into(), &values[..rows / 2]);
-        column.append(&StringChunked::new("t".into(), &values[rows / 2..])).unwrap();
-        let (few, few_distinct) = text_codes(&column);
-        let (many, many_distinct) = text_codes_of_many(&column);
-        assert_eq!(few, many);
-        assert_eq!(few_distinct, many_distinct);
-        let decoded: Vec<Option<String>> =
-            many.iter().map(|c| c.map(|c| many_distinct[c as usize].to_string())).collect();
-        assert_eq!(decoded, values);
     }
 
     #[test]

@@ -15,10 +15,10 @@ use uuid::Uuid;
 use super::formula::Casas;
 use super::publish::round_published;
 use super::reorder::{listed_by_key, packed_byte, reorder, Order};
-use super::schema::{dictionary_encode_by_chunks, parse_uuids, text_codes_of_many, IdOrder, ID};
+use super::schema::{dictionary_encode_by_chunks, parse_uuids, IdOrder, ID};
 pub use super::schema::{ID_RANK, ROW};
 use super::text_index::{Matcher, TextColumn, TextIndex, TextValues};
-use super::text_rank::dense_ranks;
+use super::text_rank::row_ranks;
 use crate::process::usage::minor_faults;
 
 /// A dataset-only value, or why it could not be computed.
@@ -1002,33 +1002,9 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
 }
 
 /// The rank of each row's text among the column's distinct values (byte order; a null ranks
-/// 0). Many values (a model's versions: a million distinct at 10M rows): parts of the rows find
-/// their distinct values side by side (see `text_codes_of_many`), the parts' values are ranked
-/// together eight bytes at a time (see `text_rank`), then each row takes its value's rank. A
-/// version is shared by several rows in real exports, so this sorts far fewer strings than the
-/// rows.
+/// 0): see [`row_ranks`] (a model's versions: a million distinct values at 10M rows).
 fn plain_ranks(text: &StringChunked) -> Vec<u32> {
-    use rayon::prelude::*;
-    let n = text.len();
-    let step = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(1);
-    let parts: Vec<StringChunked> = (0..n).step_by(step).map(|start| text.slice(start as i64, step)).collect();
-    let local: Vec<(Vec<Option<u32>>, Vec<&str>)> = parts.par_iter().map(text_codes_of_many).collect();
-    // The parts' distinct values one after another, ranked together; each part's codes then
-    // read their ranks from its own stretch of them.
-    let all: Vec<&str> = local.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
-    let ranks = dense_ranks(&all);
-    let mut maps: Vec<&[u32]> = Vec::with_capacity(local.len());
-    let mut rest = &ranks[..];
-    for (_, distinct) in &local {
-        let (map, after) = rest.split_at(distinct.len());
-        maps.push(map);
-        rest = after;
-    }
-    local
-        .par_iter()
-        .zip(maps.par_iter())
-        .flat_map_iter(|((codes, _), map)| codes.iter().map(|c| c.map_or(0, |c| map[c as usize])))
-        .collect()
+    row_ranks(text)
 }
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
