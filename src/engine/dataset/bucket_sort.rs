@@ -118,17 +118,18 @@ pub fn slots_of_parts(counts: &[Vec<usize>], keys: usize) -> (Vec<usize>, Vec<Ve
     (starts, firsts)
 }
 
-/// The uninitialised slots of [`sorted`], written by parts on several threads.
-struct Slots<T>(*mut MaybeUninit<T>);
+/// Uninitialised slots (of [`sorted`], or of a permutation's values) written by parts on several
+/// threads, each slot by one part.
+pub(super) struct Slots<T>(pub(super) *mut MaybeUninit<T>);
 
-// SAFETY: the parts write disjoint slots (see `sorted`), and `T` is `Send`.
+// SAFETY: the parts write disjoint slots (see the writers), and `T` is `Send`.
 unsafe impl<T: Send> Send for Slots<T> {}
 unsafe impl<T: Send> Sync for Slots<T> {}
 
 impl<T> Slots<T> {
     /// # Safety
     /// `at` is inside the slots and written by no other thread.
-    unsafe fn write(&self, at: usize, value: T) {
+    pub(super) unsafe fn write(&self, at: usize, value: T) {
         // SAFETY: the caller's guarantee.
         unsafe { (*self.0.add(at)).write(value) };
     }

@@ -945,7 +945,7 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
                 }
                 codes.iter().map(|c| c.map_or(0, |c| rank[c as usize])).collect()
             }
-            TextValues::Plain(text) => plain_ranks(text),
+            TextValues::Plain(text) => row_ranks(text),
         }
     };
     let (marca, modelo, versao) = std::thread::scope(|scope| {
@@ -999,12 +999,6 @@ fn catalog_permutation(df: &DataFrame, id_rank: &[u32], by_id: &[u32]) -> Polars
         (marca[i], modelo[i], versao[i], ano_desc[i], id_rank[i])
     });
     Ok(order)
-}
-
-/// The rank of each row's text among the column's distinct values (byte order; a null ranks
-/// 0): see [`row_ranks`] (a model's versions: a million distinct values at 10M rows).
-fn plain_ranks(text: &StringChunked) -> Vec<u32> {
-    row_ranks(text)
 }
 
 /// Typed handles on the served columns (shared with the frame, not copied) for row reads.
@@ -1156,7 +1150,7 @@ mod tests {
     }
 
     #[test]
-    fn plain_ranks_are_the_byte_order_of_the_distinct_values() {
+    fn plain_text_ranks_are_the_byte_order_of_the_distinct_values() {
         let values: Vec<Option<String>> = (0..5000)
             .map(|i| match i % 3 {
                 _ if i % 97 == 0 => None,
@@ -1171,7 +1165,7 @@ mod tests {
         distinct.dedup();
         let expected: Vec<u32> =
             values.iter().map(|v| v.as_deref().map_or(0, |v| distinct.binary_search(&v).unwrap() as u32)).collect();
-        assert_eq!(plain_ranks(&text), expected);
+        assert_eq!(row_ranks(&text), expected);
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 use rayon::prelude::*;
 
+use super::bucket_sort::Slots;
 use super::reorder::prefetch;
 
 /// Segments of at least this many strings are sorted, and their parts refined, on every core.
@@ -178,26 +179,27 @@ fn row_ranks_by(text: &polars::prelude::StringChunked, hash: impl Fn(&str) -> u3
         bounds.par_windows(2).map(|w| split_runs(arr, &keys[w[0]..w[1]], &row)).collect();
     let all: Vec<&str> = pieces.iter().flat_map(|(_, distinct)| distinct.iter().copied()).collect();
     let ranks = dense_ranks(&all);
-    let mut out = vec![0u32; n];
-    let slots = Rows(out.as_mut_ptr());
-    let mut first = 0usize;
+    // Each piece's first value among all of them.
     let firsts: Vec<usize> = pieces
         .iter()
-        .map(|(_, distinct)| {
-            let at = first;
-            first += distinct.len();
-            at
+        .scan(0, |at, (_, distinct)| {
+            let first = *at;
+            *at += distinct.len();
+            Some(first)
         })
         .collect();
+    let mut out: Vec<u32> = Vec::with_capacity(n);
+    let slots = Slots(out.spare_capacity_mut()[..n].as_mut_ptr());
     bounds.par_windows(2).zip(pieces.par_iter()).zip(firsts.par_iter()).for_each(|((w, (codes, _)), &first)| {
         for (&k, &code) in keys[w[0]..w[1]].iter().zip(codes) {
-            if code != NULL_CODE {
-                // SAFETY: the keys name each row once (they are a permutation of the rows), and
-                // `row(k) < n`, the length of `out`.
-                unsafe { slots.write(row(k), ranks[first + code as usize]) };
-            }
+            let rank = if code == NULL_CODE { 0 } else { ranks[first + code as usize] };
+            // SAFETY: the keys name each row once (their low bits are the row, 0..n, one key a
+            // row), so each of the `n` slots is written by one piece only.
+            unsafe { slots.write(row(k), rank) };
         }
     });
+    // SAFETY: the pieces cover all `n` keys, and the keys all `n` rows: every slot is written.
+    unsafe { out.set_len(n) };
     out
 }
 
@@ -222,7 +224,7 @@ fn split_runs<'a>(
     let mut distinct: Vec<&str> = Vec::new();
     // The current run's values: (view, code) of the first row that held each.
     let mut heads: Vec<(u128, u32)> = Vec::new();
-    let mut map: Option<std::collections::HashMap<&str, u32>> = None;
+    let mut map: Option<polars::prelude::PlHashMap<&str, u32>> = None;
     let mut hash = None;
     for (j, &k) in keys.iter().enumerate() {
         if let Some(&ahead) = keys.get(j + PREFETCH_AHEAD) {
@@ -277,22 +279,6 @@ fn prefetch_text(view: &polars_arrow::array::View, buffers: &[polars_buffer::Buf
         if let Some(bytes) = buffers.get(view.buffer_idx as usize).and_then(|b| b.get(view.offset as usize..)) {
             prefetch(bytes, 0);
         }
-    }
-}
-
-/// The ranks of [`row_ranks`], written by pieces of the rows on several threads.
-struct Rows(*mut u32);
-
-// SAFETY: the pieces write disjoint rows (see `row_ranks`).
-unsafe impl Send for Rows {}
-unsafe impl Sync for Rows {}
-
-impl Rows {
-    /// # Safety
-    /// `at` is inside the ranks and written by no other thread.
-    unsafe fn write(&self, at: usize, rank: u32) {
-        // SAFETY: the caller's guarantee.
-        unsafe { *self.0.add(at) = rank };
     }
 }
 
