@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test help
+.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test docs-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -31,6 +31,7 @@ help:
 	@echo "make flight-test  the Arrow Flight SQL door with ADBC (pyarrow, Polars, pandas), compared with a real PostgreSQL server"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
+	@echo "make docs-test  run the marked examples of README.md and docs/ against the binary; every --help flag in docs/operators.md"
 	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
@@ -51,6 +52,7 @@ test:
 	$(MAKE) s3-test
 	$(MAKE) report-test
 	$(MAKE) ui-test
+	$(MAKE) docs-test
 
 fuzz:
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::mutated -- --nocapture
@@ -133,6 +135,16 @@ report-test: build
 	$(CHROMIUM_INSTALL)
 	$(BIN) report --data data/catalog.parquet --out target/report/report.html
 	tests/report/render.sh target/report/report.html target/report/report.png
+
+# Docs that cannot drift (tests/docs/check.py, Python standard library): every flag and variable
+# of every command's --help must be in docs/operators.md; the blocks of README.md and docs/ marked
+# <!-- doc-test --> run in a scratch folder against the release binary serving the official tables
+# (data/pbev/*.pdf imported there), and their output is checked. psql comes from Debian's
+# postgresql-client (installed when missing); the Python blocks run with pandas, Polars,
+# SQLAlchemy and psycopg of .venv-pg/.
+docs-test: build $(PG_VENV)/.installed
+	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
+	$(PG_VENV)/bin/python tests/docs/check.py --binary $(BIN) --strict
 
 # The explorer (/explore) as an analyst uses it (tests/ui/explore.py): Debian's chromium and
 # chromium-driver (installed when missing) driven by Selenium (pinned in tests/ui/requirements.txt,
