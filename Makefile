@@ -12,13 +12,14 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test docs-test help
+.PHONY: run build test unit contract data sample fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test docs-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
 	@echo "make test   unit, black-box API and contract tests"
 	@echo "make contract  schemathesis against the live service (every check; venv in $(VENV)/)"
-	@echo "make data   regenerate the bundled sample catalog (fixed seed and size)"
+	@echo "make data   import the official PBEV tables (data/pbev/*.pdf) into data/catalog.parquet"
+	@echo "make sample write the synthetic catalog instead (SAMPLE_ROWS rows, fixed seed) for scale tests"
 	@echo "make bench  side-by-side benchmark: the service, a static ceiling and DuckDB (BENCH_SIZES=12000 for a quick run, BENCH_SIZES=10000000 for the 10M-row stretch, BENCH_CORES=2,4,8 for the service pinned to N cores)"
 	@echo "make soak   bounded soak: steady load + a data swap every 5 s on a 100k catalog (SOAK_SECONDS=60)"
 	@echo "make cluster  3 replicas behind nginx on 127.0.0.1:8090, one shared data folder (CLUSTER_REPLICAS, CLUSTER_PORT)"
@@ -32,7 +33,7 @@ help:
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
 	@echo "make docs-test  run the marked examples of README.md and docs/ against the binary; every --help flag in docs/operators.md"
-	@echo "make fuzz   mutated exports fed to the decoder and every command (FUZZ_CASES=5000, FUZZ_SEED)"
+	@echo "make fuzz   mutated exports fed to the decoder and every command, mutated PBEV tables to the importer (FUZZ_CASES=5000, FUZZ_SEED)"
 	@echo "make fmt    format the code;  make lint  formatting check + clippy"
 
 build:
@@ -57,8 +58,16 @@ test:
 fuzz:
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::mutated -- --nocapture
 	FUZZ_CASES=$$(( $(FUZZ_CASES) / 20 + 1 )) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api untrusted::every_command -- --nocapture
+	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(CARGO) test --release --locked --test api pbev::mutated -- --nocapture
+
+# The default catalog: INMETRO's official tables, exactly as published, imported (API-CONTRACT §8).
+PBEV_PDFS := $(sort $(wildcard data/pbev/*.pdf))
 
 data: build
+	$(BIN) import pbev --out data/catalog.parquet --marcas data/pbev/marcas.toml $(PBEV_PDFS)
+
+# The synthetic catalog (for scale: make bench and the tests generate their own).
+sample: build
 	$(BIN) generate --rows $(SAMPLE_ROWS) --seed $(SAMPLE_SEED) --out data/catalog.parquet
 
 fmt:
@@ -78,6 +87,7 @@ CEILING := $(or $(CARGO_TARGET_DIR),target)/release/examples/ceiling
 
 bench: build $(BENCH_VENV)/.installed
 	command -v wrk >/dev/null || apt-get install -y wrk || (apt-get update && apt-get install -y wrk)
+	command -v pdftotext >/dev/null || apt-get install -y poppler-utils || (apt-get update && apt-get install -y poppler-utils)
 	$(CARGO) build --release --locked --example ceiling
 	$(BENCH_VENV)/bin/python bench/run.py --binary $(BIN) --ceiling $(CEILING)
 

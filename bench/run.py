@@ -19,6 +19,7 @@ could not run). Prints one table and writes it to target/bench/results.json.
 
 import argparse
 import datetime
+import glob
 import http.client
 import json
 import os
@@ -959,14 +960,53 @@ def scaling(args, counts):
     return out
 
 
+def pbev_import(args):
+    """The import of the bundled PBEV tables beside `pdftotext -layout` on the same PDFs.
+
+    Five alternating rounds of each (the import of all five tables into one export; pdftotext
+    turning each PDF into text, one after the other); the ratio of the medians, target <= 1.
+    """
+    pdfs = sorted(glob.glob(os.path.join(REPO, "data", "pbev", "*.pdf")))
+    if not pdfs:
+        raise RuntimeError("no PDF in data/pbev")
+    if shutil.which("pdftotext") is None:
+        raise RuntimeError("pdftotext is not installed (make bench installs poppler-utils)")
+    work = tempfile.mkdtemp(prefix="eco-bench-pbev-")
+    out = os.path.join(work, "catalog.parquet")
+    ours, theirs, rows = [], [], None
+    try:
+        for _ in range(5):
+            t = time.perf_counter()
+            done = subprocess.run([args.binary, "import", "pbev", "--format", "json", "--out", out,
+                                   "--marcas", os.path.join(REPO, "data", "pbev", "marcas.toml")] + pdfs,
+                                  capture_output=True, text=True)
+            ours.append(time.perf_counter() - t)
+            if done.returncode != 0:
+                raise RuntimeError(f"import pbev failed: {done.stderr.strip()}")
+            rows = json.loads(done.stdout)["linhas"]
+            t = time.perf_counter()
+            for p in pdfs:
+                subprocess.run(["pdftotext", "-layout", p, os.path.join(work, "out.txt")], check=True,
+                               capture_output=True)
+            theirs.append(time.perf_counter() - t)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    log(f"import pbev: {[round(x, 3) for x in ours]} s; pdftotext -layout: {[round(x, 3) for x in theirs]} s")
+    ratio = round(a / b, 2)
+    return [{"rows": rows, "metric": f"import pbev, {len(pdfs)} tables (s) / pdftotext -layout", "value": round(a, 3),
+             "reference": round(b, 3), "ratio": ratio, "target": "<= 1x", "met": ratio <= 1.0, "failed": None}]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", required=True, help="the eco-insights release binary")
     parser.add_argument("--ceiling", required=True, help="the static ceiling example binary")
     parser.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "12000,100000,1000000"))
-    parser.add_argument("--only", choices=["pull", "load"], default=os.environ.get("BENCH_ONLY") or None,
+    parser.add_argument("--only", choices=["pull", "load", "pbev"], default=os.environ.get("BENCH_ONLY") or None,
                         help="run only this part (pull: the whole catalog via Flight SQL, HTTP Arrow and DuckDB; "
-                             "load: the cold start against DuckDB's load, its cores busy and phases, three of each)")
+                             "load: the cold start against DuckDB's load, its cores busy and phases, three of each; "
+                             "pbev: the import of the bundled PBEV tables against pdftotext -layout)")
     parser.add_argument("--seconds", type=int, default=int(os.environ.get("BENCH_SECONDS", "5")),
                         help="duration of each load (wrk)")
     args = parser.parse_args()
@@ -974,7 +1014,8 @@ def main():
         sys.exit("wrk is not installed (make bench installs it)")
 
     results, errors = [], []
-    for rows in [int(s) for s in args.sizes.split(",") if s.strip()]:
+    sizes = [] if args.only == "pbev" else [int(s) for s in args.sizes.split(",") if s.strip()]
+    for rows in sizes:
         log(f"--- {rows} rows")
         try:
             bench_size(args, rows, results)
@@ -988,6 +1029,12 @@ def main():
     except Exception as e:
         log(traceback.format_exc())
         errors.append({"rows": 10_000_000, "error": f"growth: {type(e).__name__}: {e}"})
+    if args.only in (None, "pbev"):
+        try:
+            lines += pbev_import(args)
+        except Exception as e:
+            log(traceback.format_exc())
+            errors.append({"rows": 0, "error": f"pbev: {type(e).__name__}: {e}"})
     if os.environ.get("BENCH_CORES"):
         try:
             lines += scaling(args, [int(c) for c in os.environ["BENCH_CORES"].split(",") if c.strip()])

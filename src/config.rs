@@ -47,6 +47,57 @@ pub enum Command {
     /// old and new value, published metrics included) and unchanged. Exits 2 when a file is
     /// invalid (with the validator's message), 1 on other failures, 0 otherwise.
     Diff(DiffArgs),
+    /// Import official tables into a catalog export: `import pbev PDF...` reads INMETRO's PBEV
+    /// tables as published and writes one Parquet export (exits 2 naming the file when a PDF is
+    /// not a readable PBEV table, writing nothing).
+    #[command(subcommand)]
+    Import(ImportCommand),
+}
+
+/// Sources `import` reads.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// INMETRO's Programa Brasileiro de Etiquetagem Veicular tables (PDF, one per year, exactly
+    /// as published) into one catalog export (API-CONTRACT §8). Columns are found by their
+    /// headers; codes become the catalog's words; every error of the tables themselves is named
+    /// in the summary with its page and row, beside the totals the first page prints. The
+    /// export is written under a temporary name and renamed when complete, so a running service
+    /// swaps it in and a failed import leaves the old file untouched. Exits 0 when written,
+    /// 2 when a PDF is not a readable PBEV table (nothing written), 1 on other failures.
+    Pbev(ImportPbevArgs),
+}
+
+/// Output of `import pbev`'s summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImportFormat {
+    /// Per table: year, rows, counts by propulsion and fuel, brands, the cover's totals beside
+    /// the counts imported, and each problem with page and row.
+    Text,
+    /// The same as one JSON document.
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportPbevArgs {
+    /// The PBEV tables (PDF), one or more years.
+    #[arg(required = true)]
+    pub pdfs: Vec<PathBuf>,
+    /// The catalog export to write (Parquet).
+    #[arg(long, env = "ECO_IMPORT_OUT", default_value = "data/catalog.parquet")]
+    pub out: PathBuf,
+    /// Summary format.
+    #[arg(long, value_enum, default_value_t = ImportFormat::Text)]
+    pub format: ImportFormat,
+    /// The brand alias list (TOML: `[aliases]` printed spelling = catalog spelling, and
+    /// `conhecidas`, the brands known); brands outside it are listed in the summary. Default:
+    /// data/pbev/marcas.toml when it exists, else the list the binary was built with.
+    #[arg(long, env = "ECO_IMPORT_MARCAS")]
+    pub marcas: Option<PathBuf>,
+    /// For tables without a propulsion column: the model and version name patterns of hybrids
+    /// and plug-ins (TOML: `plug_in` and `hibrido`, lists of words; `*` any run, `#` a digit).
+    /// Default: data/pbev/propulsao.toml when it exists, else the list the binary was built with.
+    #[arg(long, env = "ECO_IMPORT_PROPULSAO")]
+    pub propulsao: Option<PathBuf>,
 }
 
 /// Output of `diff`.

@@ -56,6 +56,7 @@ fn main() -> ExitCode {
         Command::Credentials(command) => credentials_cmd(command),
         Command::Report(args) => return report_cmd(args),
         Command::Diff(args) => return eco_insights::diff::run(&args),
+        Command::Import(eco_insights::config::ImportCommand::Pbev(args)) => return eco_insights::import::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
