@@ -159,7 +159,9 @@ pub fn columns(data_lines: &[&Line]) -> Vec<Column> {
             }
         }
     }
-    let noise = (data_lines.len() as u32 / 100).max(1);
+    // A page of few rows counts every word; on a page of hundreds, a word crossing a gap once
+    // in a hundred lines is an overflow, not a column.
+    let noise = data_lines.len() as u32 / 100;
     let mut spans: Vec<(f32, f32)> = Vec::new();
     let mut start: Option<usize> = None;
     for (i, &c) in count.iter().enumerate() {

@@ -39,7 +39,12 @@ pub fn read_table(path: &Path, names: &codes::NamePatterns) -> Result<Table, Str
     }
     let bytes = std::fs::read(path).map_err(|e| format!("não foi possível ler: {e}"))?;
     let pages = pdf::read(bytes)?;
-    table::read(&pages, names).map_err(|e| format!("não é uma tabela PBEV: {}", e.0))
+    // The layout of a hostile file is untrusted too: a fault in reading it is an error, not a
+    // panic.
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| table::read(&pages, names))) {
+        Ok(t) => t.map_err(|e| format!("não é uma tabela PBEV: {}", e.0)),
+        Err(_) => Err("tabela ilegível: a disposição das páginas não pôde ser interpretada".into()),
+    }
 }
 
 /// Largest PDF read (the official tables weigh 0.5–2 MB).

@@ -67,7 +67,7 @@ pub struct Table {
 pub struct NotATable(pub String);
 
 /// Roles every table must have for its rows to be catalog rows.
-const REQUIRED: [Role; 4] = [Role::Marca, Role::Modelo, Role::Versao, Role::Combustivel];
+const REQUIRED: [Role; 3] = [Role::Marca, Role::Modelo, Role::Combustivel];
 
 fn is_header_anchor(line: &Line) -> bool {
     let words: Vec<String> = line.words.iter().map(|w| normalise(&w.text)).collect();
@@ -968,5 +968,100 @@ fn column_unit_checks(
                 problema: "CO2 fóssil 0 num veículo a combustão".into(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str, x0: f32, top: f32) -> Word {
+        Word { text: text.into(), x0, x1: x0 + 4.0 * text.chars().count() as f32, top, bottom: top + 6.0 }
+    }
+
+    fn header(y: f32) -> Vec<Word> {
+        vec![
+            w("Marca", 10.0, y),
+            w("Modelo", 60.0, y),
+            w("Versão", 110.0, y),
+            w("Combustível", 160.0, y),
+            w("CO", 215.0, y),
+            w("(g/km)", 222.0, y + 7.0),
+            w("MJ/km", 260.0, y),
+            w("Cidade", 310.0, y),
+            w("(km/l)", 310.0, y + 7.0),
+            w("Estrada", 360.0, y),
+            w("(km/l)", 360.0, y + 7.0),
+        ]
+    }
+
+    fn row(y: f32, marca: &str, modelo: &str, fuel: &str, nums: [&str; 4]) -> Vec<Word> {
+        vec![
+            w(marca, 10.0, y),
+            w(modelo, 60.0, y),
+            w(fuel, 165.0, y),
+            w(nums[0], 215.0, y),
+            w(nums[1], 262.0, y),
+            w(nums[2], 312.0, y),
+            w(nums[3], 362.0, y),
+        ]
+    }
+
+    fn page(number: usize, words: Vec<Vec<Word>>) -> Page {
+        Page { number, words: words.into_iter().flatten().collect() }
+    }
+
+    #[test]
+    fn a_row_cut_by_a_page_break_gets_its_lines_back_and_codes_become_words() {
+        let p1 = page(
+            1,
+            vec![
+                vec![w("Tabela", 10.0, -40.0), w("Ano", 40.0, -40.0), w("2030", 60.0, -40.0)],
+                header(0.0),
+                // A version wrapped over two lines around its row.
+                vec![w("WAY", 110.0, 26.0), w("1.0", 110.0, 34.0)],
+                row(30.0, "FIAT", "UNO", "F", ["0,5", "1,2", "12,3", "14,5"]),
+                // The last row: the first half of its version here, the rest on page 2.
+                vec![w("ATTRACTIVE", 110.0, 56.0)],
+                row(60.0, "FIAT", "PALIO", "F", ["0,6", "1,3", "11,0", "13,0"]),
+            ],
+        );
+        let p2 = page(
+            2,
+            vec![
+                header(0.0),
+                vec![w("1.4", 110.0, 20.0)],
+                row(40.0, "VW", "GOL", "G", ["0,4", "1,3", "13", "15"]),
+                vec![w("TRENDLINE", 110.0, 40.0)],
+            ],
+        );
+        let p3 = page(3, vec![header(0.0), row(30.0, "VW", "UP", "D", ["ND", "\\", "13", "15"])]);
+        let t = read(&[p1, p2, p3], &codes::NamePatterns::default()).unwrap();
+        assert_eq!(t.year, 2030, "{:?}", t.problems);
+        let got: Vec<(String, String, String)> =
+            t.records.iter().map(|r| (r.modelo.clone(), r.versao.clone(), r.combustivel_tipo.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("UNO".into(), "WAY 1.0".into(), "Flex".into()),
+                ("PALIO".into(), "ATTRACTIVE 1.4".into(), "Flex".into()),
+                ("GOL".into(), "TRENDLINE".into(), "Gasolina".into()),
+                ("UP".into(), "".into(), "Diesel".into()),
+            ]
+        );
+        assert_eq!(t.records[0].co_g_km, Some(0.5));
+        assert_eq!(t.records[0].consumo_energetico_mj_km, Some(1.2));
+        assert_eq!((t.records[2].eficiencia_cidade_km_l, t.records[2].eficiencia_estrada_km_l), (Some(13.0), Some(15.0)));
+        assert_eq!(t.records[3].co_g_km, None);
+        assert_eq!(t.records[3].consumo_energetico_mj_km, None);
+        assert_eq!((t.records[3].page, t.records[3].row), (3, 1));
+        // The blank MJ/km of the last row is named with its page and row.
+        assert!(t.problems.iter().any(|p| p.pagina == 3 && p.linha == Some(1) && p.problema.contains("consumo energético")));
+    }
+
+    #[test]
+    fn a_document_without_the_headers_is_not_a_table() {
+        let p = page(1, vec![vec![w("Relatório", 10.0, 0.0), w("de", 60.0, 0.0), w("vendas", 80.0, 0.0)]]);
+        assert!(read(&[p], &codes::NamePatterns::default()).is_err());
     }
 }
