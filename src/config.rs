@@ -98,6 +98,10 @@ pub struct ImportPbevArgs {
     /// Default: data/pbev/propulsao.toml when it exists, else the list the binary was built with.
     #[arg(long, env = "ECO_IMPORT_PROPULSAO")]
     pub propulsao: Option<PathBuf>,
+    /// Seconds one PDF may take to read; a file that takes longer (a damaged or hostile file
+    /// can make the reader crawl) ends the import with exit 2, nothing written.
+    #[arg(long, env = "ECO_IMPORT_READ_TIMEOUT", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub read_timeout: u64,
 }
 
 /// Output of `diff`.

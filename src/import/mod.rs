@@ -369,10 +369,6 @@ fn lists(args: &ImportPbevArgs) -> anyhow::Result<(Brands, codes::NamePatterns)>
     Ok((brands, names))
 }
 
-/// Seconds one PDF may take to read before the import gives up on it (a hostile file must not
-/// hang the command).
-const READ_DEADLINE: Duration = Duration::from_secs(120);
-
 /// `eco-insights import pbev`: exit 0 when written, 2 when an input is not a readable PBEV
 /// table (nothing written), 1 on any other failure.
 pub fn run(args: &ImportPbevArgs) -> ExitCode {
@@ -392,21 +388,22 @@ pub fn run(args: &ImportPbevArgs) -> ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
     let mut tables = Vec::new();
     for path in &args.pdfs {
+        let deadline = Duration::from_secs(args.read_timeout);
         let done = Arc::new(AtomicBool::new(false));
         let watchdog = {
             let done = done.clone();
             let shown = path.display().to_string();
             std::thread::spawn(move || {
                 let start = std::time::Instant::now();
-                while start.elapsed() < READ_DEADLINE {
+                while start.elapsed() < deadline {
                     if done.load(Ordering::Relaxed) {
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 eprintln!(
-                    "erro: {shown}: leitura interrompida após {} s (PDF malformado?); nada foi gravado",
-                    READ_DEADLINE.as_secs()
+                    "erro: {shown}: leitura interrompida após {} s (PDF danificado?); nada foi gravado",
+                    deadline.as_secs()
                 );
                 std::process::exit(2);
             })

@@ -259,9 +259,21 @@ pub fn read(pages: &[Page], names: &codes::NamePatterns) -> Result<Table, NotATa
     let mut models: Vec<Option<PageModel>> = Vec::new();
     let mut last: Option<PageModel> = None;
     let mut refusal: Option<String> = None;
-    for p in &parts {
+    for (p, page) in parts.iter().zip(pages) {
         let data_lines: Vec<&Line> = p.region.iter().copied().filter(|l| layout::is_data_line(l)).collect();
         if data_lines.is_empty() {
+            // A page of the table without rows is worth a line in the summary: its content may
+            // be unreadable (a damaged stream reads as an empty page).
+            problems.push(Problem {
+                pagina: p.number,
+                linha: None,
+                veiculo: None,
+                problema: if page.words.is_empty() {
+                    "página sem texto legível: nenhuma linha importada dela".into()
+                } else {
+                    "página sem linhas de veículos".into()
+                },
+            });
             models.push(None);
             continue;
         }
@@ -1051,12 +1063,18 @@ mod tests {
         );
         assert_eq!(t.records[0].co_g_km, Some(0.5));
         assert_eq!(t.records[0].consumo_energetico_mj_km, Some(1.2));
-        assert_eq!((t.records[2].eficiencia_cidade_km_l, t.records[2].eficiencia_estrada_km_l), (Some(13.0), Some(15.0)));
+        assert_eq!(
+            (t.records[2].eficiencia_cidade_km_l, t.records[2].eficiencia_estrada_km_l),
+            (Some(13.0), Some(15.0))
+        );
         assert_eq!(t.records[3].co_g_km, None);
         assert_eq!(t.records[3].consumo_energetico_mj_km, None);
         assert_eq!((t.records[3].page, t.records[3].row), (3, 1));
         // The blank MJ/km of the last row is named with its page and row.
-        assert!(t.problems.iter().any(|p| p.pagina == 3 && p.linha == Some(1) && p.problema.contains("consumo energético")));
+        assert!(t
+            .problems
+            .iter()
+            .any(|p| p.pagina == 3 && p.linha == Some(1) && p.problema.contains("consumo energético")));
     }
 
     #[test]

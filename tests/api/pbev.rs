@@ -494,7 +494,7 @@ fn mutated_tables_never_panic_nor_leave_half_a_file() {
         let input = dir.join(format!("mutado-{case}.pdf"));
         std::fs::write(&input, &bytes).unwrap();
         let out = dir.join(format!("out-{case}.parquet"));
-        let (code, _, stderr) = import(&out, &[input.clone()], &[]);
+        let (code, _, stderr) = import(&out, &[input.clone()], &["--read-timeout", "20"]);
         assert!(!stderr.contains("panicked"), "case {case}: {stderr}");
         match code {
             0 => {
