@@ -146,16 +146,6 @@ report-test: build
 	$(BIN) report --data data/catalog.parquet --out target/report/report.html
 	tests/report/render.sh target/report/report.html target/report/report.png
 
-# Docs that cannot drift (tests/docs/check.py, Python standard library): every flag and variable
-# of every command's --help must be in docs/operators.md; the blocks of README.md and docs/ marked
-# <!-- doc-test --> run in a scratch folder against the release binary serving the official tables
-# (data/pbev/*.pdf imported there), and their output is checked. psql comes from Debian's
-# postgresql-client (installed when missing); the Python blocks run with pandas, Polars,
-# SQLAlchemy and psycopg of .venv-pg/.
-docs-test: build $(PG_VENV)/.installed
-	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
-	$(PG_VENV)/bin/python tests/docs/check.py --binary $(BIN) --strict
-
 # The explorer (/explore) as an analyst uses it (tests/ui/explore.py): Debian's chromium and
 # chromium-driver (installed when missing) driven by Selenium (pinned in tests/ui/requirements.txt,
 # installed into $(UI_VENV)/) against the release binary on the bundled sample and on a hostile
@@ -197,6 +187,16 @@ pg-test: build $(PG_VENV)/.installed
 	command -v openssl >/dev/null || apt-get install -y openssl || (apt-get update && apt-get install -y openssl)
 	test -f /usr/share/java/postgresql.jar && command -v javac >/dev/null || apt-get install -y libpostgresql-jdbc-java default-jdk-headless || (apt-get update && apt-get install -y libpostgresql-jdbc-java default-jdk-headless)
 	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
+
+# Docs that cannot drift (tests/docs/check.py, Python standard library): every flag and variable
+# of every command's --help must be in docs/operators.md; the blocks of README.md and docs/ marked
+# <!-- doc-test --> run in a scratch folder against the release binary serving the official tables
+# (data/pbev/*.pdf imported there), and their output is checked. psql comes from Debian's
+# postgresql-client (installed when missing); the Python blocks run with pandas, Polars,
+# SQLAlchemy and psycopg of .venv-pg/.
+docs-test: build $(PG_VENV)/.installed
+	command -v psql >/dev/null || apt-get install -y postgresql-client || (apt-get update && apt-get install -y postgresql-client)
+	$(PG_VENV)/bin/python tests/docs/check.py --binary $(BIN) --strict
 
 # Analysts' SQL (POST /sql) against a real PostgreSQL server on the same export
 # (tests/sql/against_postgres.py): the server from the Debian package postgresql (installed when
