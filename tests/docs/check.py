@@ -219,9 +219,11 @@ def check_flags(binary: str) -> list[str]:
         seen.add(name)
         flags = set()
         for ln in help_section(text, "Options:"):
-            if ln.lstrip().startswith("-"):
-                head = ln.strip().split("  ")[0]
-                flags |= set(re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)", head))
+            # an option's own line: `  -h, --help` or `      --out <OUT>` (descriptions are
+            # indented further, or follow on the same line after two spaces)
+            m = re.match(r"^ {2}(?:-\w, | {4})(--[a-z0-9][a-z0-9-]*)", ln)
+            if m:
+                flags.add(m[1])
         flags -= {"--help", "--version"}
         envs = set(re.findall(r"\[env:\s*(ECO_[A-Z0-9_]+)=", text))
         body = docs.get(name)
