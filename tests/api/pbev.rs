@@ -127,7 +127,7 @@ fn expected_cell(row: &toml::Table, col: &str) -> Cell {
         Some(toml::Value::Integer(n)) => Cell::Num(*n as f64),
         Some(toml::Value::Float(f)) => Cell::Num(*f),
         Some(toml::Value::Boolean(b)) => Cell::Bool(*b),
-        Some(v) => panic!("unexpected value {v} for {col}"),
+        Some(v) => panic!("unexpected value {v:?} for {col}"),
     }
 }
 
@@ -205,7 +205,7 @@ fn check_year(year: i32, df: &DataFrame) -> Vec<String> {
             }
         }
         let at = format!(
-            "{year} p. {} ({}) {marca} {:?} {:?}",
+            "{year} p. {:?} ({}) {marca} {:?} {:?}",
             row["pagina"],
             row.get("onde").and_then(|o| o.as_str()).unwrap_or(""),
             modelo,
