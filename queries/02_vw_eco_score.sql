@@ -5,6 +5,10 @@
 -- a rounded metric would be off by up to 0.1 point. Only the score itself is rounded, with
 -- ROUND_PUBLISHED (half to even on the decimal value: 39.35 -> 39.4, 43.25 -> 43.2).
 --
+-- The pollutants index reads NMHC, CO and NOx against the limits of [limites_poluentes] when
+-- the three are present; otherwise NMOG+NOx and CO (as the tables from PROCONVE L7 on publish
+-- them) against the limits of [limites_poluentes_l7] when both are present; otherwise it is null.
+--
 -- Each index is clamped to 0-100 with CASE, never GREATEST/LEAST: those skip nulls and would
 -- turn a missing index into 0 instead of leaving it out of the weighted mean.
 -- Weights (parametros.toml [eco_score]: 0.45 energy, 0.35 CO2, 0.20 pollutants as shipped),
@@ -22,7 +26,13 @@ WITH raw AS (
         *,
         100.0 * ({{indice_energia.zero_mj_km}} - consumo_energetico_mj_km) / {{indice_energia.escala_mj_km}} AS energia_raw,
         100.0 * ({{indice_co2.zero_g_km}} - co2_fossil_g_km) / {{indice_co2.zero_g_km}} AS co2_raw,
-        100.0 * (1.0 - (nmhc_g_km / {{limites_poluentes.nmhc_g_km}} + co_g_km / {{limites_poluentes.co_g_km}} + nox_g_km / {{limites_poluentes.nox_g_km}}) / 3.0) AS poluentes_raw
+        CASE
+            WHEN nmhc_g_km IS NOT NULL AND co_g_km IS NOT NULL AND nox_g_km IS NOT NULL
+                THEN 100.0 * (1.0 - (nmhc_g_km / {{limites_poluentes.nmhc_g_km}} + co_g_km / {{limites_poluentes.co_g_km}} + nox_g_km / {{limites_poluentes.nox_g_km}}) / 3.0)
+            WHEN nmog_nox_g_km IS NOT NULL AND co_g_km IS NOT NULL
+                THEN 100.0 * (1.0 - (nmog_nox_g_km / {{limites_poluentes_l7.nmog_nox_g_km}} + co_g_km / {{limites_poluentes_l7.co_g_km}}) / 2.0)
+            ELSE NULL
+        END AS poluentes_raw
     FROM vw_metrics
 ),
 indices AS (

@@ -10,6 +10,8 @@ mod formats;
 mod insights;
 mod keys;
 mod lists;
+mod nmog;
+mod pbev;
 mod operations;
 mod precision;
 mod rankings;

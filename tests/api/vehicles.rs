@@ -147,7 +147,7 @@ fn summary(app: &TestApp, rows: &[Row]) {
         s["emissoes"],
         json!({
             "co2_fossil_g_km": 100.0, "nmhc_g_km": 0.01, "co_g_km": 0.2, "nox_g_km": 0.01,
-            "classificacao_pbe_categoria": "A", "classificacao_pbe_geral": "B"
+            "nmog_nox_g_km": null, "classificacao_pbe_categoria": "A", "classificacao_pbe_geral": "B"
         })
     );
 
@@ -179,7 +179,9 @@ fn summary(app: &TestApp, rows: &[Row]) {
         assert!(s["consumo"][&field].is_null(), "consumo.{field}: {s}");
     }
     assert_eq!(keys(&s["consumo"]).len(), 8);
-    for field in ["co2_fossil_g_km", "nmhc_g_km", "classificacao_pbe_categoria", "classificacao_pbe_geral"] {
+    for field in
+        ["co2_fossil_g_km", "nmhc_g_km", "nmog_nox_g_km", "classificacao_pbe_categoria", "classificacao_pbe_geral"]
+    {
         assert!(s["emissoes"][field].is_null(), "emissoes.{field}: {s}");
     }
     assert_eq!(num(&s["emissoes"]["co_g_km"]), 0.2);

@@ -73,7 +73,7 @@ CATALOG = {
     **{name: "double precision" for name in (
         "eficiencia_cidade_km_l", "eficiencia_estrada_km_l", "eficiencia_cidade_etanol_km_l",
         "eficiencia_estrada_etanol_km_l", "consumo_energetico_mj_km", "co2_fossil_g_km", "nmhc_g_km", "co_g_km",
-        "nox_g_km", "autonomia_eletrica_km", "tanque_l")},
+        "nox_g_km", "nmog_nox_g_km", "autonomia_eletrica_km", "tanque_l")},
     "classificacao_pbe_categoria": "text", "classificacao_pbe_geral": "text", "combustivel_fold": "text",
 }
 
@@ -139,7 +139,9 @@ FROM (
         SELECT m.*,
                clamp(100 * (3.0 - m.consumo_energetico_mj_km) / 2.7, 0, 100) AS indice_energia,
                clamp(100 * (250 - m.co2_fossil_g_km) / 250, 0, 100) AS indice_co2,
-               clamp(100 * (1 - (m.nmhc_g_km / 0.05 + m.co_g_km / 1.3 + m.nox_g_km / 0.08) / 3), 0, 100)
+               -- NMHC, CO and NOx when the three are present; else NMOG+NOx and CO (PROCONVE L7)
+               coalesce(clamp(100 * (1 - (m.nmhc_g_km / 0.05 + m.co_g_km / 1.3 + m.nox_g_km / 0.08) / 3), 0, 100),
+                        clamp(100 * (1 - (m.nmog_nox_g_km / 0.08 + m.co_g_km / 1.0) / 2), 0, 100))
                    AS indice_poluentes
         FROM vw_metrics m
     ) i
@@ -624,6 +626,9 @@ def catalog_table(export: Path) -> pa.Table:
     if "id" not in table.column_names:
         raise SystemExit(f"sql: {export} has no id column (the generator writes one)")
     folded = pa.array([fold(v) for v in table.column("combustivel_tipo").to_pylist()], pa.string())
+    if "nmog_nox_g_km" not in table.column_names:
+        # An optional input column: the service reads an export without it as all null.
+        table = table.append_column("nmog_nox_g_km", pa.nulls(table.num_rows, pa.float64()))
     table = table.append_column("combustivel_fold", folded).select(list(CATALOG))
     # Plain strings (Arrow's compute kernels do not all take string views).
     return table.cast(pa.schema([f.with_type(pa.string()) if pa.types.is_string_view(f.type) else f

@@ -131,8 +131,12 @@ def eco_score(r):
     indice_co2 = clamp(100 * (250 - co2) / 250) if co2 is not None else None
     pol = [r["nmhc_g_km"], r["co_g_km"], r["nox_g_km"]]
     poluentes = None
+    nmog = r.get("nmog_nox_g_km")
     if all(p is not None for p in pol):
         poluentes = clamp(100 * (1 - (pol[0] / 0.05 + pol[1] / 1.3 + pol[2] / 0.08) / 3))
+    elif nmog is not None and pol[1] is not None:
+        # PROCONVE L7: NMOG+NOx together and CO.
+        poluentes = clamp(100 * (1 - (nmog / 0.08 + pol[1] / 1.0) / 2))
     if energia is None and indice_co2 is None:
         return None
     parts = [(v, w) for v, w in ((energia, 0.45), (indice_co2, 0.35), (poluentes, 0.20)) if v is not None]

@@ -196,6 +196,7 @@ pub fn fields(v: &Vehicle) -> Vec<(&'static str, Value)> {
         ("nmhc_g_km", of(v.nmhc_g_km)),
         ("co_g_km", of(v.co_g_km)),
         ("nox_g_km", of(v.nox_g_km)),
+        ("nmog_nox_g_km", of(v.nmog_nox_g_km)),
         ("autonomia_eletrica_km", of(v.autonomia_eletrica_km)),
         ("tanque_l", of(v.tanque_l)),
         ("classificacao_pbe_categoria", ot(&v.classificacao_pbe_categoria)),

@@ -56,6 +56,24 @@ pub struct LimitesPoluentes {
     pub nox_g_km: f64,
 }
 
+/// `[limites_poluentes_l7]`: the reference limits (g/km) of the pollutants index of a vehicle
+/// published from PROCONVE L7 on, with NMOG+NOx together instead of NMHC and NOx apart (used when
+/// one of nmhc_g_km, co_g_km, nox_g_km is missing and nmog_nox_g_km and co_g_km are present).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitesPoluentesL7 {
+    pub nmog_nox_g_km: f64,
+    pub co_g_km: f64,
+}
+
+/// The contract's limits (API-CONTRACT §2), for a `parametros.toml` written before the section
+/// existed (a dataset kept in the state folder by an earlier release still loads).
+impl Default for LimitesPoluentesL7 {
+    fn default() -> Self {
+        LimitesPoluentesL7 { nmog_nox_g_km: 0.08, co_g_km: 1.0 }
+    }
+}
+
 /// `[faixas]`: the upper bound (inclusive) of each band but the last.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -90,6 +108,8 @@ pub struct Parametros {
     pub indice_energia: IndiceEnergia,
     pub indice_co2: IndiceCo2,
     pub limites_poluentes: LimitesPoluentes,
+    #[serde(default)]
+    pub limites_poluentes_l7: LimitesPoluentesL7,
     pub faixas: Faixas,
     pub casas: Casas,
 }
@@ -118,6 +138,8 @@ impl Parametros {
             ("limites_poluentes.nmhc_g_km", self.limites_poluentes.nmhc_g_km),
             ("limites_poluentes.co_g_km", self.limites_poluentes.co_g_km),
             ("limites_poluentes.nox_g_km", self.limites_poluentes.nox_g_km),
+            ("limites_poluentes_l7.nmog_nox_g_km", self.limites_poluentes_l7.nmog_nox_g_km),
+            ("limites_poluentes_l7.co_g_km", self.limites_poluentes_l7.co_g_km),
             ("faixas.baixo_ate", self.faixas.baixo_ate),
             ("faixas.regular_ate", self.faixas.regular_ate),
             ("faixas.bom_ate", self.faixas.bom_ate),
@@ -141,7 +163,7 @@ impl Parametros {
         if peso_energia + peso_co2 == 0.0 {
             return Err("eco_score.peso_energia and peso_co2 cannot both be 0 (a score needs one of them)".into());
         }
-        for (key, v) in &numbers[4..9] {
+        for (key, v) in &numbers[4..11] {
             if *v <= 0.0 {
                 return Err(format!("{key} must be > 0 (got {v})"));
             }
@@ -211,6 +233,8 @@ impl Parametros {
             ("limites_poluentes.nmhc_g_km", p.limites_poluentes.nmhc_g_km),
             ("limites_poluentes.co_g_km", p.limites_poluentes.co_g_km),
             ("limites_poluentes.nox_g_km", p.limites_poluentes.nox_g_km),
+            ("limites_poluentes_l7.nmog_nox_g_km", p.limites_poluentes_l7.nmog_nox_g_km),
+            ("limites_poluentes_l7.co_g_km", p.limites_poluentes_l7.co_g_km),
             ("faixas.baixo_ate", p.faixas.baixo_ate),
             ("faixas.regular_ate", p.faixas.regular_ate),
             ("faixas.bom_ate", p.faixas.bom_ate),
@@ -242,6 +266,7 @@ mod tests {
             (p.limites_poluentes.nmhc_g_km, p.limites_poluentes.co_g_km, p.limites_poluentes.nox_g_km),
             (0.05, 1.3, 0.08)
         );
+        assert_eq!((p.limites_poluentes_l7.nmog_nox_g_km, p.limites_poluentes_l7.co_g_km), (0.08, 1.0));
         assert_eq!(
             p.faixas(),
             [("Baixo", Some(40.0)), ("Regular", Some(60.0)), ("Bom", Some(80.0)), ("Excelente", None)]
@@ -252,6 +277,8 @@ mod tests {
         assert_eq!(ph["{{eco_score.peso_poluentes}}"], "0.2");
         assert_eq!(ph["{{indice_co2.zero_g_km}}"], "250.0");
         assert_eq!(ph["{{casas.eco_score}}"], "1");
+        assert_eq!(ph["{{limites_poluentes_l7.nmog_nox_g_km}}"], "0.08");
+        assert_eq!(ph["{{limites_poluentes_l7.co_g_km}}"], "1.0");
     }
 
     #[test]
@@ -269,6 +296,11 @@ mod tests {
             ("metricas = 2", "metricas = 9", "casas.metricas"),
             ("nox_g_km = 0.08", "nox_g_km = 0.08\nso2_g_km = 0.1", "so2_g_km"),
             ("nox_g_km = 0.08", "", "nox_g_km"),
+            ("nmog_nox_g_km = 0.08", "nmog_nox_g_km = 0.0", "limites_poluentes_l7.nmog_nox_g_km must be > 0"),
+            ("co_g_km = 1.0", "co_g_km = -1.0", "limites_poluentes_l7.co_g_km must be > 0"),
+            ("co_g_km = 1.0", "co_g_km = inf", "limites_poluentes_l7.co_g_km must be a finite"),
+            ("nmog_nox_g_km = 0.08", "", "nmog_nox_g_km"),
+            ("[limites_poluentes_l7]", "[limites_poluentes_l8]", "limites_poluentes"),
         ];
         for (from, to, needle) in cases {
             assert!(base.contains(from), "{from}");

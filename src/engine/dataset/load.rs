@@ -405,9 +405,9 @@ fn checked(raw: DataFrame, shown: &str) -> Result<(DataFrame, IdOrder), LoadErro
 }
 
 /// Checks a raw export and returns it with canonical columns (in schema order, extra columns
-/// dropped), NaN as nulls, ids present, and the folded fuel name the views read added; with the
-/// rows' parsed ids and their order.
-pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
+/// dropped, an optional column the file lacks added as all null), NaN as nulls, ids present, and
+/// the folded fuel name the views read added; with the rows' parsed ids and their order.
+pub fn prepare(mut raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     let started = Instant::now();
     let (mut problems, order) = schema::check_keyed(&raw);
     if !problems.is_empty() {
@@ -415,6 +415,14 @@ pub fn prepare(raw: DataFrame) -> Result<(DataFrame, IdOrder), Vec<Problem>> {
     }
     tracing::debug!(ms = started.elapsed().as_millis() as u64, "schema checked");
     let internal = |e: PolarsError| vec![Problem { column: None, row: None, rule: e.to_string() }];
+
+    // An optional column the file lacks is read as all null.
+    for spec in COLUMNS.iter().filter(|c| c.optional) {
+        if raw.column(spec.name).is_err() {
+            let nulls = Series::full_null(spec.name.into(), raw.height(), &spec.kind.canonical());
+            raw.with_column(nulls.into_column()).map_err(internal)?;
+        }
+    }
 
     // The float columns holding a NaN, found on every core.
     let with_nan: Vec<&str> = {
@@ -784,6 +792,28 @@ mod tests {
             assert_eq!(next, 38 * 64);
         }
         assert_eq!(batches_of(&metadata, 1, 2).len(), 38, "a row group larger than the batch is a batch");
+    }
+
+    /// An export without the optional `nmog_nox_g_km` column is read with it all null, in its
+    /// place among the columns; one with it keeps its values (NaN as null).
+    #[test]
+    fn the_optional_column_is_null_when_absent_and_kept_when_present() {
+        let raw = crate::sample::generate_catalog(50, 2).unwrap();
+        assert!(raw.column("nmog_nox_g_km").is_err());
+        let (without, _) = prepare(raw.clone()).unwrap();
+        let column = without.column("nmog_nox_g_km").unwrap();
+        assert_eq!((column.dtype(), column.null_count(), column.len()), (&DataType::Float64, 50, 50));
+        let names: Vec<&str> = without.get_column_names().iter().map(|n| n.as_str()).collect();
+        let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+        assert_eq!(at("nmog_nox_g_km"), at("nox_g_km") + 1);
+        let mut with = raw;
+        let mut values: Vec<Option<f64>> = (0..50).map(|i| (i % 4 != 0).then_some(0.01 * i as f64)).collect();
+        values[1] = Some(f64::NAN);
+        with.with_column(Column::new("nmog_nox_g_km".into(), values)).unwrap();
+        let (checked, _) = prepare(with).unwrap();
+        let column = checked.column("nmog_nox_g_km").unwrap().f64().unwrap().clone();
+        assert_eq!(column.null_count(), 13 + 1, "13 nulls written and one NaN");
+        assert_eq!(column.get(2), Some(0.02));
     }
 
     /// Text read as plain strings is dictionary-encoded with the values the cast would give.

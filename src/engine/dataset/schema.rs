@@ -56,10 +56,19 @@ pub struct ColumnSpec {
     pub name: &'static str,
     pub kind: Kind,
     pub nullable: bool,
+    /// Whether a file may lack the column: it is then read as all null (see
+    /// [`optional_col_spec`]). When present, it is checked like any other column.
+    pub optional: bool,
 }
 
 const fn col_spec(name: &'static str, kind: Kind, nullable: bool) -> ColumnSpec {
-    ColumnSpec { name, kind, nullable }
+    ColumnSpec { name, kind, nullable, optional: false }
+}
+
+/// A nullable column a file may lack (read as all null when absent): a column later exports
+/// carry that earlier ones do not.
+const fn optional_col_spec(name: &'static str, kind: Kind) -> ColumnSpec {
+    ColumnSpec { name, kind, nullable: true, optional: true }
 }
 
 /// The optional id column; derived when absent.
@@ -217,7 +226,9 @@ fn categorical(physical: UInt32Chunked, dtype: DataType) -> Column {
     encoded.into_series().into_column()
 }
 
-/// Every input column except `id`, in canonical order.
+/// Every input column except `id`, in canonical order. `nmog_nox_g_km` (NMOG+NOx together, as
+/// the tables from PROCONVE L7 on publish them instead of NMHC and NOx apart) is optional: a file
+/// without it is read as if it were all null.
 pub const COLUMNS: &[ColumnSpec] = &[
     col_spec("marca", Kind::Text, false),
     col_spec("modelo", Kind::Text, false),
@@ -240,6 +251,7 @@ pub const COLUMNS: &[ColumnSpec] = &[
     col_spec("nmhc_g_km", Kind::Float, true),
     col_spec("co_g_km", Kind::Float, true),
     col_spec("nox_g_km", Kind::Float, true),
+    optional_col_spec("nmog_nox_g_km", Kind::Float),
     col_spec("autonomia_eletrica_km", Kind::Float, true),
     col_spec("tanque_l", Kind::Float, true),
     col_spec("classificacao_pbe_categoria", Kind::Text, true),
@@ -327,7 +339,9 @@ pub fn check_keyed(df: &DataFrame) -> (Vec<Problem>, Option<IdOrder>) {
 fn check_column(df: &DataFrame, spec: &ColumnSpec) -> Vec<Problem> {
     let mut problems = Vec::new();
     let Ok(column) = df.column(spec.name) else {
-        problems.push(Problem::column(spec.name, "required column is missing"));
+        if !spec.optional {
+            problems.push(Problem::column(spec.name, "required column is missing"));
+        }
         return problems;
     };
     if !spec.kind.accepts(column.dtype()) {
@@ -588,6 +602,21 @@ mod tests {
     fn missing_column_is_named() {
         let df = valid_frame().drop("categoria").unwrap();
         assert_eq!(rules(&check(&df)), vec!["column 'categoria': required column is missing"]);
+    }
+
+    #[test]
+    fn the_optional_column_may_be_absent_but_is_checked_when_present() {
+        let without = valid_frame().drop("nmog_nox_g_km").unwrap();
+        assert!(check(&without).is_empty(), "{:?}", check(&without));
+        let mut df = valid_frame();
+        df.with_column(Column::new("nmog_nox_g_km".into(), ["0.03", "0.04"])).unwrap();
+        assert_eq!(rules(&check(&df)), vec!["column 'nmog_nox_g_km': expected type float, found str"]);
+        df.with_column(Column::new("nmog_nox_g_km".into(), [Some(0.03f64), Some(f64::INFINITY)])).unwrap();
+        let r = rules(&check(&df));
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert!(r[0].starts_with("column 'nmog_nox_g_km', row 2: infinite value"), "{r:?}");
+        df.with_column(Column::new("nmog_nox_g_km".into(), [None, Some(0.03f64)])).unwrap();
+        assert!(check(&df).is_empty(), "nulls are fine");
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub struct Vehicle {
     pub nmhc_g_km: Option<f64>,
     pub co_g_km: Option<f64>,
     pub nox_g_km: Option<f64>,
+    /// NMOG+NOx together (PROCONVE L7 on), g/km; null when the export has no such column.
+    pub nmog_nox_g_km: Option<f64>,
     pub autonomia_eletrica_km: Option<f64>,
     pub tanque_l: Option<f64>,
     pub classificacao_pbe_categoria: Option<String>,
@@ -1029,7 +1031,7 @@ const TEXT: [&str; 12] = [
 ];
 
 /// Float columns read by [`Cols::vehicle`], in this order.
-const FLOATS: [&str; 18] = [
+const FLOATS: [&str; 19] = [
     "eficiencia_cidade_km_l",
     "eficiencia_estrada_km_l",
     "eficiencia_cidade_etanol_km_l",
@@ -1039,6 +1041,7 @@ const FLOATS: [&str; 18] = [
     "nmhc_g_km",
     "co_g_km",
     "nox_g_km",
+    "nmog_nox_g_km",
     "autonomia_eletrica_km",
     "tanque_l",
     "eficiencia_media_referencia",
@@ -1097,21 +1100,22 @@ impl Cols {
             nmhc_g_km: f(6),
             co_g_km: f(7),
             nox_g_km: f(8),
-            autonomia_eletrica_km: f(9),
-            tanque_l: f(10),
+            nmog_nox_g_km: f(9),
+            autonomia_eletrica_km: f(10),
+            tanque_l: f(11),
             classificacao_pbe_categoria: t(9),
             classificacao_pbe_geral: t(10),
-            eficiencia_media_referencia: f(11),
-            consumo_referencia: f(12),
-            co2_referencia_g_km: f(13),
-            autonomia_km: f(14),
-            custo_anual_estimado: f(15),
-            eco_score: f(16),
+            eficiencia_media_referencia: f(12),
+            consumo_referencia: f(13),
+            co2_referencia_g_km: f(14),
+            autonomia_km: f(15),
+            custo_anual_estimado: f(16),
+            eco_score: f(17),
             eco_faixa: t(11),
             posicao_global: self.positions[0].get(i),
             posicao_categoria: self.positions[1].get(i),
             posicao_combustivel: self.positions[2].get(i),
-            percentil: f(17),
+            percentil: f(18),
         }
     }
 }

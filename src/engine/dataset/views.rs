@@ -461,6 +461,67 @@ mod tests {
         assert!(scores.null_count() < scores.len() / 2, "the parts computed scores");
     }
 
+    /// The shipped pollutants index (API-CONTRACT §2): NMHC, CO and NOx against
+    /// `[limites_poluentes]` when the three are present; otherwise NMOG+NOx and CO against
+    /// `[limites_poluentes_l7]` when both are; otherwise null (and left out of the score).
+    #[test]
+    fn the_pollutants_index_falls_back_to_the_proconve_l7_limits() {
+        let views = shipped();
+        let l = views.params.limites_poluentes;
+        let l7 = views.params.limites_poluentes_l7;
+        assert_eq!((l7.nmog_nox_g_km, l7.co_g_km), (0.08, 1.0));
+        // (nmhc, co, nox, nmog_nox) per row.
+        let inputs: [(Option<f64>, Option<f64>, Option<f64>, Option<f64>); 7] = [
+            (Some(0.02), Some(0.5), Some(0.03), None),
+            (None, Some(0.5), None, Some(0.04)),
+            (None, None, None, Some(0.04)),
+            (Some(0.02), Some(0.5), Some(0.03), Some(0.2)),
+            (Some(0.01), Some(2.0), None, Some(0.2)),
+            (None, None, None, None),
+            (Some(0.01), Some(0.3), None, Some(0.0123)),
+        ];
+        let clamp = |x: f64| x.clamp(0.0, 100.0);
+        let expected: Vec<Option<f64>> = inputs
+            .iter()
+            .map(|&(nmhc, co, nox, nmog)| match (nmhc, co, nox, nmog) {
+                (Some(a), Some(b), Some(c), _) => {
+                    Some(clamp(100.0 * (1.0 - (a / l.nmhc_g_km + b / l.co_g_km + c / l.nox_g_km) / 3.0)))
+                }
+                (_, Some(b), _, Some(m)) => Some(clamp(100.0 * (1.0 - (m / l7.nmog_nox_g_km + b / l7.co_g_km) / 2.0))),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(expected[1], Some(50.0));
+        assert_eq!((expected[2], expected[4], expected[5]), (None, Some(0.0), None));
+
+        let n = inputs.len();
+        let mut df = catalog(n, 9);
+        let column = |name: &str, values: Vec<Option<f64>>| Column::new(name.into(), values);
+        df.with_column(column("nmhc_g_km", inputs.iter().map(|r| r.0).collect())).unwrap();
+        df.with_column(column("co_g_km", inputs.iter().map(|r| r.1).collect())).unwrap();
+        df.with_column(column("nox_g_km", inputs.iter().map(|r| r.2).collect())).unwrap();
+        df.with_column(column("nmog_nox_g_km", inputs.iter().map(|r| r.3).collect())).unwrap();
+        df.with_column(column("consumo_energetico_mj_km", vec![Some(1.5); n])).unwrap();
+        df.with_column(column("co2_fossil_g_km", vec![Some(100.0); n])).unwrap();
+        let (view, _) = views.plan(df.lazy()).unwrap();
+        let out = view.select([col("indice_poluentes"), col("eco_score_raw"), col("nmog_nox_g_km")]).collect().unwrap();
+        let got = |name: &str| -> Vec<Option<f64>> { out.column(name).unwrap().f64().unwrap().iter().collect() };
+        let (indices, scores) = (got("indice_poluentes"), got("eco_score_raw"));
+        let (energia, co2) = (100.0 * 1.5 / 2.7, 60.0);
+        for k in 0..n {
+            match (indices[k], expected[k]) {
+                (Some(a), Some(b)) => assert!((a - b).abs() < 1e-9, "row {k}: {a} vs {b}"),
+                (a, b) => assert_eq!(a, b, "row {k}"),
+            }
+            let score = match expected[k] {
+                Some(p) => (0.45 * energia + 0.35 * co2 + 0.20 * p) / 1.0,
+                None => (0.45 * energia + 0.35 * co2) / 0.80,
+            };
+            assert!((scores[k].unwrap() - score).abs() < 1e-9, "row {k}: {:?} vs {score}", scores[k]);
+        }
+        assert_eq!(got("nmog_nox_g_km"), inputs.iter().map(|r| r.3).collect::<Vec<_>>(), "the input passes through");
+    }
+
     /// Parts assembled in their order, numbers in one chunk and text in its parts' chunks; a
     /// part without one row per catalog row gives `None`, and a failing part its error.
     #[test]

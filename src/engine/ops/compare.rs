@@ -160,6 +160,7 @@ mod tests {
             nmhc_g_km: None,
             co_g_km: None,
             nox_g_km: None,
+            nmog_nox_g_km: None,
             autonomia_eletrica_km: None,
             tanque_l: None,
             classificacao_pbe_categoria: None,

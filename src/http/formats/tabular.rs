@@ -43,6 +43,7 @@ pub const EXPORT_FIELDS: Fields = &[
     ("nmhc_g_km", Source::F64("nmhc_g_km")),
     ("co_g_km", Source::F64("co_g_km")),
     ("nox_g_km", Source::F64("nox_g_km")),
+    ("nmog_nox_g_km", Source::F64("nmog_nox_g_km")),
     ("autonomia_eletrica_km", Source::F64("autonomia_eletrica_km")),
     ("tanque_l", Source::F64("tanque_l")),
     ("classificacao_pbe_categoria", Source::Text("classificacao_pbe_categoria")),

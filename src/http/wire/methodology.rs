@@ -57,12 +57,20 @@ pub struct Indice {
     pub descricao: String,
 }
 
-/// The reference limits (g/km) of the pollutants index.
+/// The reference limits (g/km) of the pollutants index when NMHC, CO and NOx are all present.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct LimitesPoluentes {
     pub nmhc_g_km: f64,
     pub co_g_km: f64,
     pub nox_g_km: f64,
+}
+
+/// The PROCONVE L7 reference limits (g/km) of the pollutants index, used when one of NMHC, CO
+/// and NOx is missing and NMOG+NOx (`nmog_nox_g_km`) and CO are present.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct LimitesPoluentesL7 {
+    pub nmog_nox_g_km: f64,
+    pub co_g_km: f64,
 }
 
 /// One band of the eco score: scores above `acima_de` (null: from 0) up to `ate` (inclusive;
@@ -87,6 +95,7 @@ pub struct EcoScoreMetodologia {
     pub pesos: Pesos,
     pub indices: Vec<Indice>,
     pub limites_poluentes: LimitesPoluentes,
+    pub limites_poluentes_l7: LimitesPoluentesL7,
     pub faixas: Vec<FaixaMetodologia>,
 }
 
@@ -133,6 +142,8 @@ impl Methodology {
         let co2_zero_g_km = p.indice_co2.zero_g_km;
         let (limite_nmhc_g_km, limite_co_g_km, limite_nox_g_km) =
             (p.limites_poluentes.nmhc_g_km, p.limites_poluentes.co_g_km, p.limites_poluentes.nox_g_km);
+        let (limite_l7_nmog_nox_g_km, limite_l7_co_g_km) =
+            (p.limites_poluentes_l7.nmog_nox_g_km, p.limites_poluentes_l7.co_g_km);
         let (peso_energia, peso_co2, peso_poluentes) =
             (p.eco_score.peso_energia, p.eco_score.peso_co2, p.eco_score.peso_poluentes);
         let (casas_metricas, casas_eco_score) = (p.casas.metricas, p.casas.eco_score);
@@ -205,11 +216,15 @@ impl Methodology {
                 cem_em: None,
                 unidade: "g/km",
                 descricao: format!(
-                    "100 × (1 − média(nmhc_g_km / {}, co_g_km / {}, nox_g_km / {})), limitado a 0–100; nulo se \
-                     algum poluente for nulo.",
+                    "Com nmhc_g_km, co_g_km e nox_g_km presentes: 100 × (1 − média(nmhc_g_km / {}, co_g_km / {}, \
+                     nox_g_km / {})), limitado a 0–100. Senão, com nmog_nox_g_km (NMOG+NOx, como as tabelas \
+                     publicam a partir do PROCONVE L7) e co_g_km presentes: 100 × (1 − média(nmog_nox_g_km / {}, \
+                     co_g_km / {})), limitado a 0–100 (limites do PROCONVE L7). Senão, nulo.",
                     num(limite_nmhc_g_km),
                     num(limite_co_g_km),
-                    num(limite_nox_g_km)
+                    num(limite_nox_g_km),
+                    num(limite_l7_nmog_nox_g_km),
+                    num(limite_l7_co_g_km)
                 ),
             },
         ];
@@ -242,6 +257,10 @@ impl Methodology {
                     nmhc_g_km: limite_nmhc_g_km,
                     co_g_km: limite_co_g_km,
                     nox_g_km: limite_nox_g_km,
+                },
+                limites_poluentes_l7: LimitesPoluentesL7 {
+                    nmog_nox_g_km: limite_l7_nmog_nox_g_km,
+                    co_g_km: limite_l7_co_g_km,
                 },
                 faixas,
             },

@@ -30,6 +30,10 @@ pub struct Emissoes {
     pub nmhc_g_km: Option<f64>,
     pub co_g_km: Option<f64>,
     pub nox_g_km: Option<f64>,
+    /// NMOG+NOx together, g/km, as the tables from PROCONVE L7 on publish them (null when the
+    /// export has no such value); the pollutants index reads it with co_g_km when one of
+    /// nmhc_g_km, co_g_km and nox_g_km is missing.
+    pub nmog_nox_g_km: Option<f64>,
     #[schema(example = "A")]
     pub classificacao_pbe_categoria: Option<String>,
     #[schema(example = "B")]
@@ -72,6 +76,7 @@ impl From<&Vehicle> for VehicleSummary {
                     nmhc_g_km: v.nmhc_g_km,
                     co_g_km: v.co_g_km,
                     nox_g_km: v.nox_g_km,
+                    nmog_nox_g_km: v.nmog_nox_g_km,
                     classificacao_pbe_categoria: v.classificacao_pbe_categoria.clone(),
                     classificacao_pbe_geral: v.classificacao_pbe_geral.clone(),
                 },
