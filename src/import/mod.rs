@@ -454,3 +454,43 @@ pub fn pdfs_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     v.sort();
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bundled_catalog_is_what_make_data_imports() {
+        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data/pbev"));
+        let names = codes::NamePatterns::bundled();
+        let brands: Brands = toml::from_str(DEFAULT_BRANDS).unwrap();
+        let tables: Vec<(String, Table)> = pdfs_in(dir)
+            .unwrap()
+            .into_iter()
+            .map(|p| (p.display().to_string(), read_table(&p, &names).unwrap()))
+            .collect();
+        assert_eq!(tables.len(), 5);
+        let imported = assemble(tables, &brands, Path::new("catalog.parquet")).unwrap();
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/catalog.parquet");
+        let bundled = ParquetReader::new(std::fs::File::open(path).unwrap()).finish().unwrap();
+        assert!(
+            bundled.equals_missing(&imported.frame),
+            "data/catalog.parquet differs from the import of data/pbev (run make data)"
+        );
+    }
+
+    #[test]
+    fn brands_are_made_one_and_ids_are_stable() {
+        let brands: Brands = toml::from_str(DEFAULT_BRANDS).unwrap();
+        assert_eq!(brands.canonical("Chev"), "CHEVROLET");
+        assert_eq!(brands.canonical("vw"), "VOLKSWAGEN");
+        assert_eq!(brands.canonical("Mercedes-Benz"), "MERCEDES-BENZ");
+        assert_eq!(brands.canonical("Land  Rover"), "LAND ROVER");
+        assert!(brands.is_known("LAND ROVER") && !brands.is_known("ACME"));
+        let r = Record { marca: "FIAT".into(), modelo: "MOBI".into(), versao: "LIKE".into(), ..Record::default() };
+        // UUID v5 of the key the contract names, joined by `|` (null as empty).
+        let key = "FIAT|MOBI|LIKE|2024|||||";
+        assert_eq!(row_id(&r, 2024, 1), Uuid::new_v5(&Uuid::NAMESPACE_OID, key.as_bytes()));
+        assert_eq!(row_id(&r, 2024, 2), Uuid::new_v5(&Uuid::NAMESPACE_OID, format!("{key}|2").as_bytes()));
+    }
+}
