@@ -46,9 +46,6 @@ impl Line {
     pub fn mid_y(&self) -> f32 {
         (self.top + self.bottom) / 2.0
     }
-    pub fn text(&self) -> String {
-        self.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
-    }
 }
 
 /// Groups a page's words into lines: a word joins a line when its vertical middle lies within

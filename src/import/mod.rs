@@ -16,8 +16,6 @@ pub mod table;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -282,24 +280,12 @@ fn frame(rows: &[(i32, Record)]) -> anyhow::Result<DataFrame> {
     Ok(DataFrame::new(rows.len(), columns)?)
 }
 
-/// Writes the export under a temporary name beside `out`, then renames it into place: a
-/// running service never sees half a file, and a failure leaves the old file untouched.
+/// Writes the export under a temporary name beside `out`, then renames it into place (the
+/// report's atomic write): a running service never sees half a file, and a failure leaves the
+/// old file untouched.
 pub fn write_atomically(df: &mut DataFrame, out: &Path) -> anyhow::Result<()> {
-    let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("criando a pasta {}", dir.display()))?;
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "catalog.parquet".into());
-    let tmp = dir.join(format!(".{name}.import-{}.tmp", std::process::id()));
-    let result = (|| {
-        crate::sample::write_parquet(df, &tmp)?;
-        std::fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("sincronizando {}", tmp.display()))?;
-        std::fs::rename(&tmp, out).with_context(|| format!("renomeando {} para {}", tmp.display(), out.display()))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let bytes = crate::sample::parquet_bytes(df)?;
+    crate::report::write_atomically(out, &bytes)
 }
 
 fn text_summary(s: &Summary) -> String {
@@ -389,27 +375,22 @@ pub fn run(args: &ImportPbevArgs) -> ExitCode {
     let mut tables = Vec::new();
     for path in &args.pdfs {
         let deadline = Duration::from_secs(args.read_timeout);
-        let done = Arc::new(AtomicBool::new(false));
+        let (done, finished) = std::sync::mpsc::channel::<()>();
         let watchdog = {
-            let done = done.clone();
             let shown = path.display().to_string();
             std::thread::spawn(move || {
-                let start = std::time::Instant::now();
-                while start.elapsed() < deadline {
-                    if done.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
+                // Ends when the read is done (a message, or the sender dropped) or the deadline passes.
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(deadline) {
+                    eprintln!(
+                        "erro: {shown}: leitura interrompida após {} s (PDF danificado?); nada foi gravado",
+                        deadline.as_secs()
+                    );
+                    std::process::exit(2);
                 }
-                eprintln!(
-                    "erro: {shown}: leitura interrompida após {} s (PDF danificado?); nada foi gravado",
-                    deadline.as_secs()
-                );
-                std::process::exit(2);
             })
         };
         let read = read_table(path, &names);
-        done.store(true, Ordering::Relaxed);
+        let _ = done.send(());
         let _ = watchdog.join();
         match read {
             Ok(t) => tables.push((path.display().to_string(), t)),

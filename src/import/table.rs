@@ -234,6 +234,10 @@ fn leftovers_to_region(parts: &mut [PageParts]) {
     }
 }
 
+/// How much farther (points) a centred cell may reach on one side of its data line than on the
+/// other before the excess is taken for a neighbouring page's lines.
+const CENTRED_SLACK: f32 = 2.5;
+
 /// How far from a row's data line its wrapped lines lie, in line heights.
 const ROW_REACH: f32 = 2.5;
 
@@ -584,7 +588,6 @@ fn raw_rows(page: usize, cols: &[Column], region: &[&Line], reach: f32) -> Vec<R
 /// reaching farther on one side than on the other lost the excess to the neighbouring page:
 /// those words go back to the row across the break, into the column of the same role.
 fn mend_page_breaks(pages: &mut [Vec<RawRow>], models: &[Option<PageModel>], problems: &mut Vec<Problem>) {
-    let tol = |c: &[(f32, f32, String)]| c.iter().map(|_| 0.0f32).fold(0.0, f32::max) + 2.5;
     let reach_of = |c: &[(f32, f32, String)]| {
         let top = c.iter().map(|w| w.0).fold(0.0f32, f32::min);
         let bottom = c.iter().map(|w| w.0).fold(0.0f32, f32::max);
@@ -603,7 +606,7 @@ fn mend_page_breaks(pages: &mut [Vec<RawRow>], models: &[Option<PageModel>], pro
             let first = &mut pages[p][0];
             for (c, cell) in first.cells.iter_mut().enumerate() {
                 let (top, bottom) = reach_of(cell);
-                let limit = bottom + tol(cell);
+                let limit = bottom + CENTRED_SLACK;
                 if -top > limit {
                     let role = mp.roles.get(c).copied().flatten();
                     cell.retain(|w| {
@@ -621,7 +624,7 @@ fn mend_page_breaks(pages: &mut [Vec<RawRow>], models: &[Option<PageModel>], pro
             let last = pages[q].last_mut().expect("a row");
             for (c, cell) in last.cells.iter_mut().enumerate() {
                 let (top, bottom) = reach_of(cell);
-                let limit = -top + tol(cell);
+                let limit = -top + CENTRED_SLACK;
                 if bottom > limit {
                     let role = mq.roles.get(c).copied().flatten();
                     cell.retain(|w| {
@@ -665,7 +668,7 @@ fn mend_page_breaks(pages: &mut [Vec<RawRow>], models: &[Option<PageModel>], pro
     if let Some(last) = pages.iter_mut().rev().find(|rows| !rows.is_empty()).and_then(|rows| rows.last_mut()) {
         for cell in last.cells.iter_mut() {
             let (top, bottom) = reach_of(cell);
-            let limit = -top + tol(cell);
+            let limit = -top + CENTRED_SLACK;
             if bottom > limit {
                 cell.retain(|w| w.0 <= limit);
             }

@@ -915,14 +915,25 @@ pub fn write_parquet(df: &mut DataFrame, path: &Path) -> anyhow::Result<()> {
     }
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = BufWriter::new(file);
-    let written = ParquetWriter::new(&mut out)
-        .with_compression(ParquetCompression::Zstd(None))
-        // min / max / null-count statistics per column chunk.
-        .with_statistics(StatisticsOptions::default())
-        .finish(df);
-    // Both anyhow::Context and polars' PolarsContext apply to PolarsResult; pick anyhow's.
-    anyhow::Context::with_context(written, || format!("writing Parquet to {}", path.display()))?;
+    encode_parquet(df, &mut out).with_context(|| format!("writing Parquet to {}", path.display()))?;
     out.flush().with_context(|| format!("flushing {}", path.display()))?;
+    Ok(())
+}
+
+/// A frame as Parquet bytes in memory, encoded as [`write_parquet`] writes it (for a small
+/// export written atomically).
+pub fn parquet_bytes(df: &mut DataFrame) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    encode_parquet(df, &mut out)?;
+    Ok(out)
+}
+
+/// zstd compression, min / max / null-count statistics per column chunk.
+fn encode_parquet<W: Write>(df: &mut DataFrame, out: W) -> anyhow::Result<()> {
+    ParquetWriter::new(out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .with_statistics(StatisticsOptions::default())
+        .finish(df)?;
     Ok(())
 }
 
