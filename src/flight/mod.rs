@@ -467,7 +467,7 @@ impl FlightSqlService for Door {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         let key = self.authorize(&request)?;
-        self.answer(&key, &query.query, request.into_inner()).await
+        self.answer(&key, &query::numbered_placeholders(&query.query), request.into_inner()).await
     }
 
     async fn do_get_statement(
@@ -496,7 +496,8 @@ impl FlightSqlService for Door {
         request: Request<Action>,
     ) -> Result<ActionCreatePreparedStatementResult, Status> {
         let key = self.authorize(&request)?;
-        let (described, _) = self.execute_unlogged(&key, &query.query, true).await.map_err(|r| {
+        let sql = query::numbered_placeholders(&query.query);
+        let (described, _) = self.execute_unlogged(&key, &sql, true).await.map_err(|r| {
             let (status, outcome) = refusal_status(r);
             crate::process::metrics::flight_query(outcome);
             status
@@ -522,7 +523,7 @@ impl FlightSqlService for Door {
         };
         let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
         prepared.retain(|_, p| p.used.elapsed() < KEPT);
-        prepared.insert(handle, Prepared { key, sql: query.query, parameters, values: None, used: Instant::now() });
+        prepared.insert(handle, Prepared { key, sql, parameters, values: None, used: Instant::now() });
         Ok(result)
     }
 

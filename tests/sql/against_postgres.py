@@ -63,6 +63,9 @@ SUMMARY = ROOT / "target" / "sql-test" / "summary.md"
 # one under it for values near zero (float noise of a different summation order).
 REL_TOL = 1e-9
 ABS_TOL = 1e-9
+# PostgreSQL's numeric values (exact, at least sixteen significant digits) against the service's
+# doubles: full precision, a few units in the last place of a double.
+NUMERIC_TOL = 1e-15
 
 # The service's `catalog` as a PostgreSQL table: `id`, the input columns of API-CONTRACT §1 in the
 # service's canonical order (whatever the export's order), and `combustivel_fold`.
@@ -498,6 +501,32 @@ CORPUS = [
           "AS desvio, max(ano) OVER (PARTITION BY modelo) AS ultimo_ano FROM catalog WHERE marca = 'Fiat' "
           "AND ano = 2026 ORDER BY id"),
 
+    # --- numeric arithmetic whose operands are not constants (compared at full precision) --------
+    Query("share_over_a_subquery",
+          "SELECT marca, count(*) * 1.0 / (SELECT count(*) FROM catalog) AS share FROM catalog GROUP BY marca "
+          "ORDER BY marca"),
+    Query("numeric_columns_divided",
+          "SELECT id, ano::numeric / 7 AS a, (ano * 1.0) / transmissao_marchas AS b, "
+          "tanque_l::numeric / 3 AS c, ano / 3.0 AS d, (ano - 2000) * 1.0 / nullif(transmissao_marchas - 5, 0) AS e "
+          "FROM catalog ORDER BY id LIMIT 60"),
+    Query("numeric_averages",
+          "SELECT categoria, avg(ano * 1.0) AS a, avg(ano::numeric) AS b, avg(transmissao_marchas * 1.5) AS c, "
+          "avg(tanque_l::numeric) AS d FROM catalog GROUP BY categoria ORDER BY categoria"),
+    Query("numeric_over_aggregates_and_windows",
+          "SELECT combustivel_tipo, sum(ano * 1.0) / count(*) AS media, "
+          "100.0 * count(*) / sum(count(*)) OVER () AS pct, count(*) / 3.0 AS terco FROM catalog GROUP BY 1 "
+          "ORDER BY 1"),
+    Query("numeric_cte_columns",
+          "WITH t AS (SELECT marca, count(*) * 1.0 AS n FROM catalog GROUP BY marca) "
+          "SELECT marca, n / 7 AS a, n / (SELECT sum(n) FROM t) AS b, n * 2.5 / 3 AS c FROM t ORDER BY marca"),
+    Query("numeric_products_and_casts",
+          "SELECT id, ano * 1.5 * 1.25 AS a, (ano * 0.1) * (transmissao_marchas * 0.01) AS b, "
+          "ano::numeric * 2.5 AS c, (ano * 1.0 / 7)::numeric(12, 4) AS d, round(ano * 1.0 / 7, 3) AS e "
+          "FROM catalog WHERE transmissao_marchas IS NOT NULL ORDER BY id LIMIT 40"),
+    Query("numeric_window_average",
+          "SELECT id, avg(ano * 1.0) OVER (PARTITION BY marca) AS media_marca FROM catalog "
+          "WHERE ano >= 2024 ORDER BY id LIMIT 50"),
+
     # --- CTEs, recursion, LATERAL, DISTINCT ON ---------------------------------------------------
     Query("recursive_years",
           "WITH RECURSIVE anos(a) AS (SELECT 2010 UNION ALL SELECT a + 1 FROM anos WHERE a < 2028) "
@@ -515,8 +544,22 @@ CORPUS = [
           "SELECT cat.categoria, t.id, t.co2 FROM (SELECT DISTINCT categoria FROM catalog) cat, "
           "LATERAL (SELECT id, co2_fossil_g_km AS co2 FROM catalog c WHERE c.categoria = cat.categoria "
           "AND co2_fossil_g_km IS NOT NULL ORDER BY co2_fossil_g_km DESC, id "
-          "LIMIT 3) t ORDER BY cat.categoria, t.co2 DESC, t.id",
-          known="a `LATERAL` subquery with `ORDER BY … LIMIT` over the outer row is refused; PostgreSQL answers it per row"),
+          "LIMIT 3) t ORDER BY cat.categoria, t.co2 DESC, t.id"),
+    Query("lateral_top_two_fetch_first_offset",
+          "SELECT m.marca, t.* FROM (SELECT DISTINCT marca FROM catalog WHERE ano = 2024) m CROSS JOIN LATERAL "
+          "(SELECT modelo, versao, consumo_energetico_mj_km AS mj FROM catalog WHERE catalog.marca = m.marca "
+          "AND ano = 2024 ORDER BY mj NULLS LAST, id OFFSET 1 ROWS FETCH FIRST 2 ROWS ONLY) t "
+          "ORDER BY m.marca, t.mj NULLS LAST, t.modelo, t.versao"),
+    Query("left_join_lateral_best_per_brand_and_year",
+          "SELECT g.marca, g.ano, b.id, b.eco_score FROM (SELECT DISTINCT marca, ano FROM catalog) g "
+          "LEFT JOIN LATERAL (SELECT e.id, e.eco_score FROM vw_eco_score e WHERE e.marca = g.marca "
+          "AND e.ano = g.ano AND e.eco_score >= 55 ORDER BY 2 DESC, 1 LIMIT 1) b ON true "
+          "ORDER BY g.marca, g.ano"),
+    Query("fetch_first_rows",
+          "SELECT id, modelo, co2_fossil_g_km FROM catalog ORDER BY co2_fossil_g_km DESC NULLS LAST, id "
+          "OFFSET 5 ROWS FETCH FIRST 10 ROWS ONLY"),
+    Query("fetch_next_row",
+          "SELECT id FROM vw_eco_score ORDER BY eco_score DESC NULLS LAST, id FETCH NEXT ROW ONLY"),
     Query("left_join_lateral",
           "SELECT m.marca, x.ultimo FROM (SELECT DISTINCT marca FROM catalog) m LEFT JOIN "
           "LATERAL (SELECT max(ano) AS ultimo FROM catalog c WHERE c.marca = m.marca "
@@ -779,6 +822,11 @@ def same_value(want, got, tol: float) -> bool:
             return False
         if isinstance(want, int) and isinstance(got, int):
             return want == got
+        if isinstance(want, Decimal):
+            # PostgreSQL's numeric: at least sixteen significant digits, which the service's
+            # double must carry (within a few units in the last place of a double).
+            return math.isclose(float(want), float(got), rel_tol=min(tol, NUMERIC_TOL), abs_tol=0.0) or (
+                float(want) == 0.0 and abs(float(got)) <= ABS_TOL)
         return math.isclose(float(want), float(got), rel_tol=tol, abs_tol=ABS_TOL)
     if isinstance(want, (datetime.date, datetime.time)):
         if not isinstance(got, str):

@@ -13,7 +13,9 @@
 //! back at once and the process serving everyone else never holds its state.
 
 pub mod engine;
+pub mod lateral;
 pub mod names;
+pub mod numeric;
 pub mod pg_catalog;
 pub mod postgres;
 pub mod query;

@@ -48,6 +48,7 @@ pub fn install(ctx: &datafusion::prelude::SessionContext) {
     }
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::Mode)));
     ctx.register_udaf(AggregateUDF::new_from_impl(Ordered::new(OrderedKind::PercentileDisc)));
+    ctx.add_analyzer_rule(Arc::new(super::numeric::NumericPrecision));
     ctx.add_analyzer_rule(Arc::new(PostgresSemantics));
 }
 

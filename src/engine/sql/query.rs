@@ -111,6 +111,57 @@ pub async fn run_frame(
     Ok(if truncated { (frame.head(Some(max_rows)), true) } else { (frame, false) })
 }
 
+/// A statement written with positional `?` placeholders (the parameter style ADBC's and ODBC's
+/// drivers declare) with `$1`, `$2`… in their place, in order; quoted text, quoted names and
+/// comments are left as they are. A statement that already numbers its parameters (`$n`) is
+/// returned unchanged, so the two styles are never mixed.
+pub fn numbered_placeholders(sql: &str) -> String {
+    if has_parameters(sql) || !sql.contains('?') {
+        return sql.to_string();
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut chars = sql.chars().peekable();
+    let mut n = 0;
+    while let Some(c) = chars.next() {
+        out.push(c);
+        match c {
+            '\'' | '"' => {
+                for d in chars.by_ref() {
+                    out.push(d);
+                    if d == c {
+                        break;
+                    }
+                }
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for d in chars.by_ref() {
+                    out.push(d);
+                    if d == '\n' {
+                        break;
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'*') => {
+                let mut last = '/';
+                for d in chars.by_ref() {
+                    out.push(d);
+                    if last == '*' && d == '/' {
+                        break;
+                    }
+                    last = d;
+                }
+            }
+            '?' => {
+                out.pop();
+                n += 1;
+                out.push_str(&format!("${n}"));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// A statement with its `$n` parameters replaced by SQL literals (outside quoted text): a value
 /// that is `numeric` and reads as a finite number goes as it is, any other is quoted (so a value
 /// cannot inject SQL), `None` is NULL. The error names a parameter that is missing or invalid.
@@ -191,5 +242,15 @@ mod tests {
         // A "number" that is not one is quoted, so it cannot inject SQL.
         assert_eq!(bind("SELECT $1", &[Some("1; DROP".into())], &[true]).unwrap(), "SELECT '1; DROP'");
         assert!(has_parameters("SELECT $1") && !has_parameters("SELECT '$1'"));
+    }
+
+    #[test]
+    fn question_marks_are_numbered_outside_quotes_and_comments() {
+        assert_eq!(
+            numbered_placeholders("SELECT '?', \"a?\", ? -- why?\n FROM t WHERE x = ? /* ? */ AND y = ?"),
+            "SELECT '?', \"a?\", $1 -- why?\n FROM t WHERE x = $2 /* ? */ AND y = $3"
+        );
+        assert_eq!(numbered_placeholders("SELECT $1, '?'"), "SELECT $1, '?'");
+        assert_eq!(numbered_placeholders("SELECT 1"), "SELECT 1");
     }
 }

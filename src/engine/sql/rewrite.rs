@@ -11,16 +11,15 @@
 //! - PostgreSQL's names of functions DataFusion has under another name (`sign`, `every`,
 //!   `variance`).
 //! - `substring(text FROM pattern)`, a regular expression in PostgreSQL: refused.
-//! - `mod(a, b)` as `a % b`; `date_part` and `EXTRACT` as doubles (DataFusion's are integers);
-//!   a division with a numeric constant or a `::numeric` operand in double precision
-//!   (DataFusion's decimal division keeps six decimals, PostgreSQL's numeric one at least
-//!   sixteen significant digits).
+//! - `mod(a, b)` as `a % b`; `date_part` and `EXTRACT` as doubles (DataFusion's are integers).
+//!   (Decimal divisions and averages are made doubles on the typed plan: [`super::numeric`].)
 
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    ObjectNamePart, Query, Select, SetExpr, SetOperator, SetQuantifier, Statement, Value, VisitMut, VisitorMut,
+    LimitClause, ObjectNamePart, Query, Select, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor, Value,
+    VisitMut, VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -130,6 +129,27 @@ pub fn chrono_format(template: &str) -> Result<String, Unsupported> {
     Ok(out)
 }
 
+/// `FETCH FIRST n ROWS ONLY` (the standard's `LIMIT n`, which DataFusion does not read) as
+/// `LIMIT n`; `FETCH FIRST ROW ONLY` is one row. `WITH TIES` and `PERCENT` are refused.
+pub(super) fn fetch_as_limit(query: &mut Query) -> Result<(), Unsupported> {
+    let Some(fetch) = query.fetch.take() else { return Ok(()) };
+    if fetch.with_ties {
+        return Err("FETCH … WITH TIES is not supported (use rank() in a subquery)".into());
+    }
+    if fetch.percent {
+        return Err("FETCH … PERCENT is not supported".into());
+    }
+    let n = fetch.quantity.unwrap_or_else(|| Expr::value(Value::Number("1".into(), false)));
+    match query.limit_clause.as_mut() {
+        None => {
+            query.limit_clause = Some(LimitClause::LimitOffset { limit: Some(n), offset: None, limit_by: Vec::new() })
+        }
+        Some(LimitClause::LimitOffset { limit: limit @ None, .. }) => *limit = Some(n),
+        Some(_) => return Err("LIMIT and FETCH in one query".into()),
+    }
+    Ok(())
+}
+
 fn function_name(f: &Function) -> Option<String> {
     match f.name.0.as_slice() {
         [ObjectNamePart::Identifier(i)] => Some(super::names::ident_name(i)),
@@ -171,9 +191,22 @@ impl VisitorMut for Rewriter {
     type Break = Unsupported;
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Unsupported> {
+        if let Err(e) = fetch_as_limit(query) {
+            return ControlFlow::Break(e);
+        }
         match self.body(&mut query.body) {
             Ok(()) => ControlFlow::Continue(()),
             Err(e) => ControlFlow::Break(e),
+        }
+    }
+
+    fn pre_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<Unsupported> {
+        match factor {
+            TableFactor::Derived { lateral: true, subquery, .. } => match super::lateral::top_n(subquery) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => ControlFlow::Break(e),
+            },
+            _ => ControlFlow::Continue(()),
         }
     }
 
@@ -220,20 +253,6 @@ impl VisitorMut for Rewriter {
     }
 }
 
-/// Whether `e` is a numeric (a decimal) by its syntax: a constant with a fraction or an
-/// exponent, or a cast to `numeric`/`decimal`.
-fn numeric(e: &Expr) -> bool {
-    match e {
-        Expr::Value(v) => matches!(&v.value, Value::Number(n, _) if n.contains(['.', 'e', 'E'])),
-        Expr::Nested(inner) => numeric(inner),
-        Expr::UnaryOp { expr, .. } => numeric(expr),
-        Expr::Cast { data_type, .. } => {
-            matches!(data_type, DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_))
-        }
-        _ => false,
-    }
-}
-
 fn as_double(e: Expr) -> Expr {
     Expr::Cast {
         kind: CastKind::Cast,
@@ -268,13 +287,6 @@ impl Rewriter {
             },
             Expr::Function(f) if function_name(&f).as_deref() == Some("date_part") => as_double(Expr::Function(f)),
             e @ Expr::Extract { .. } => as_double(e),
-            Expr::BinaryOp { left, op: BinaryOperator::Divide, right } if numeric(&left) || numeric(&right) => {
-                Expr::BinaryOp {
-                    left: Box::new(as_double(*left)),
-                    op: BinaryOperator::Divide,
-                    right: Box::new(as_double(*right)),
-                }
-            }
             other => other,
         };
     }
@@ -349,8 +361,26 @@ mod tests {
         );
         assert_eq!(
             rewritten("SELECT mod(a, 3), date_part('year', d), 1 / 3.0, a / b, x::numeric / 2 FROM t").unwrap(),
-            "SELECT ((a) % (3)), CAST(date_part('year', d) AS DOUBLE PRECISION), CAST(1 AS DOUBLE PRECISION) / \
-             CAST(3.0 AS DOUBLE PRECISION), a / b, CAST(x::NUMERIC AS DOUBLE PRECISION) / CAST(2 AS DOUBLE PRECISION) FROM t"
+            "SELECT ((a) % (3)), CAST(date_part('year', d) AS DOUBLE PRECISION), 1 / 3.0, a / b, x::NUMERIC / 2 FROM t"
         );
+    }
+
+    #[test]
+    fn fetch_first_becomes_limit() {
+        assert_eq!(
+            rewritten("SELECT a FROM t ORDER BY a FETCH FIRST 3 ROWS ONLY").unwrap(),
+            "SELECT a FROM t ORDER BY a LIMIT 3"
+        );
+        assert_eq!(rewritten("SELECT a FROM t FETCH NEXT ROW ONLY").unwrap(), "SELECT a FROM t LIMIT 1");
+        assert_eq!(
+            rewritten("SELECT a FROM t ORDER BY a OFFSET 2 ROWS FETCH FIRST 5 ROWS ONLY").unwrap(),
+            "SELECT a FROM t ORDER BY a LIMIT 5 OFFSET 2 ROWS"
+        );
+        assert_eq!(
+            rewritten("SELECT * FROM (SELECT a FROM t FETCH FIRST 2 ROWS ONLY) s").unwrap(),
+            "SELECT * FROM (SELECT a FROM t LIMIT 2) s"
+        );
+        assert!(rewritten("SELECT a FROM t ORDER BY a FETCH FIRST 3 ROWS WITH TIES").is_err());
+        assert!(rewritten("SELECT a FROM t FETCH FIRST 10 PERCENT ROWS ONLY").is_err());
     }
 }
