@@ -303,6 +303,27 @@ def main() -> int:
             check("explicitly prepared statement, text parameter", [(r["id"], r["marca"]) for r in rows]
                   == [tuple(r) for r in want], f"{rows} vs {want}")
 
+        # ADBC's DB-API declares the `?` parameter style: the same statements written with `?`.
+        from adbc_driver_flightsql import dbapi as flight_dbapi
+        check("the driver declares paramstyle qmark", flight_dbapi.paramstyle == "qmark", flight_dbapi.paramstyle)
+        sql = ("SELECT marca, count(*) AS n FROM catalog WHERE ano >= ? AND combustivel_tipo <> ? "
+               "AND modelo <> '?' GROUP BY marca ORDER BY n DESC, marca")
+        got = query(conn, sql, (2020, "Diesel")).to_pylist()
+        want = conn_pg.execute(sql.replace("?", "%s").replace("'%s'", "'?'"), (2020, "Diesel")).fetchall()
+        check("? placeholders: a statement with two parameters (a quoted '?' left alone)",
+              [(r["marca"], r["n"]) for r in got] == [tuple(r) for r in want] and len(want) > 0,
+              f"{got[:3]} vs {want[:3]}")
+        with conn.cursor() as cur:
+            cur.adbc_prepare("SELECT id, marca FROM catalog WHERE marca = ? ORDER BY id LIMIT 3")
+            cur.execute("SELECT id, marca FROM catalog WHERE marca = ? ORDER BY id LIMIT 3", ("Fiat",))
+            rows = cur.fetch_arrow_table().to_pylist()
+            want = conn_pg.execute("SELECT id, marca FROM catalog WHERE marca = %s ORDER BY id LIMIT 3",
+                                   ("Fiat",)).fetchall()
+            check("? placeholders: an explicitly prepared statement", [(r["id"], r["marca"]) for r in rows]
+                  == [tuple(r) for r in want] and len(rows) == 3, f"{rows} vs {want}")
+        e = error_of(lambda: query(conn, "SELECT id FROM catalog WHERE marca = ?"))
+        check("? placeholders without values: refused, naming the missing values", e is not None, str(e)[:200])
+
         # Catalog metadata, as ADBC's adbc_get_objects asks it.
         objects = conn.adbc_get_objects(depth="all").read_all().to_pylist()
         catalogs = {c["catalog_name"]: c for c in objects}
