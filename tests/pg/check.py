@@ -660,6 +660,17 @@ def main() -> int:
         check("pandas.read_sql through SQLAlchemy", [tuple(r) for r in frame.itertuples(index=False)] == want,
               f"{frame.head(3)} vs {want[:3]}")
 
+        # SQLAlchemy's reflection (inspector, MetaData.reflect, pandas.read_sql_table) on every table
+        # and view, with both of its PostgreSQL drivers: tests/pg/inspector.py, one line per check.
+        out = subprocess.run([sys.executable, str(Path(__file__).with_name("inspector.py")), "--host", host,
+                              "--pg-port", port, "--user", KEY, "--password", SECRET],
+                             capture_output=True, text=True, timeout=600)
+        print(out.stdout, end="")
+        summary = (out.stdout.strip().splitlines() or [""])[-1]
+        check("SQLAlchemy reflection, psycopg and psycopg2 (tests/pg/inspector.py)",
+              out.returncode == 0 and "psycopg2" in out.stdout and " 0 failed" in summary,
+              f"exit {out.returncode}: {summary} {out.stderr[-600:]}")
+
         # Credentials and SQLSTATEs.
         bad = f"host={host} port={port} user={KEY} password=wrong dbname=eco sslmode=disable"
         try:

@@ -32,6 +32,8 @@ use serde::{Deserialize, Serialize};
 
 /// The layouts of a version's views, beside their files (`layout.json`).
 pub const LAYOUT: &str = "layout.json";
+/// The file of a folder of tables holding each view's defining query (`worker::view_definitions`).
+pub const DEFINITIONS: &str = "definitions.json";
 
 /// How a view's table is stored: its columns in order, and those that are the catalog's own
 /// column of that name, row for row (not written again: the worker reads them from the catalog's
@@ -249,6 +251,11 @@ impl Engine {
             Ok(text) => serde_json::from_slice(&text).map_err(|e| format!("the tables' layout is damaged: {e}"))?,
             Err(_) => Default::default(),
         };
+        // Older folders of tables have no definitions: their views are listed without one.
+        let mut definitions: std::collections::BTreeMap<String, String> = std::fs::read(dir.join(DEFINITIONS))
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_default();
         let catalog = Rows::new(decode(&dir.join("catalog.arrow"))?);
         let mut offered = Vec::with_capacity(tables.len());
         for name in tables {
@@ -260,7 +267,13 @@ impl Engine {
                 (table(&own, Some(&catalog), layouts.get(name), self.threads)?, rows)
             };
             let schema = datafusion::catalog::TableProvider::schema(&table);
-            offered.push(super::pg_catalog::Offered { name: name.clone(), schema, rows, view: name != "catalog" });
+            offered.push(super::pg_catalog::Offered {
+                name: name.clone(),
+                schema,
+                rows,
+                view: name != "catalog",
+                definition: definitions.remove(name),
+            });
             ctx.register_table(name.as_str(), Arc::new(table)).map_err(|e| e.to_string())?;
         }
         super::pg_catalog::install(&ctx, &offered)?;

@@ -15,7 +15,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Engine, Failure, Layout, Piece, LAYOUT, SLICE_ROWS};
+use super::engine::{Engine, Failure, Layout, Piece, DEFINITIONS, LAYOUT, SLICE_ROWS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -94,6 +94,26 @@ pub enum Outcome {
 }
 
 /// The table names a query may read: `catalog` and every table the views create.
+/// The defining query of every table the views create, by name (the text after
+/// `CREATE TABLE name AS`, as the service computes it: Polars SQL, the formula constants in), for
+/// `pg_get_viewdef` and the catalog's view definitions.
+pub fn view_definitions(views: &Views) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (_, stmt) in &views.statements {
+        let mut words = stmt.splitn(4, char::is_whitespace).filter(|w| !w.is_empty());
+        let (Some(create), Some(table), Some(name)) = (words.next(), words.next(), words.next()) else { continue };
+        if !create.eq_ignore_ascii_case("create") || !table.eq_ignore_ascii_case("table") {
+            continue;
+        }
+        let rest = stmt.split_at(stmt.find(name).map_or(stmt.len(), |i| i + name.len())).1.trim_start();
+        let Some(query) = rest.get(..2).filter(|w| w.eq_ignore_ascii_case("as")).map(|_| rest[2..].trim()) else {
+            continue;
+        };
+        out.entry(name.trim_matches('"').to_lowercase()).or_insert_with(|| format!(" {query};"));
+    }
+    out
+}
+
 pub fn offered_tables(views: &Views) -> Vec<String> {
     let mut names = vec!["catalog".to_string()];
     for (_, stmt) in &views.statements {
@@ -332,6 +352,8 @@ fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), St
         }
         let text = serde_json::to_vec(&layouts).map_err(|e| e.to_string())?;
         std::fs::write(tmp.join(LAYOUT), text).map_err(|e| format!("cannot write the tables' layout: {e}"))?;
+        let text = serde_json::to_vec(&view_definitions(views)).map_err(|e| e.to_string())?;
+        std::fs::write(tmp.join(DEFINITIONS), text).map_err(|e| format!("cannot write the views' definitions: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
     })();
     if let Err(e) = written {

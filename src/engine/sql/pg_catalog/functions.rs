@@ -65,6 +65,35 @@ impl ScalarUDFImpl for CatalogFunction {
     }
 }
 
+/// `json_build_object(key, value, …)` as PostgreSQL writes it (`{"a" : 1, "b" : "x"}`); a null
+/// key is an error in PostgreSQL, NULL here.
+fn json_object_text(args: &[ScalarValue]) -> Option<String> {
+    let mut members = Vec::with_capacity(args.len() / 2);
+    for pair in args.chunks(2) {
+        let [key, value] = pair else { break };
+        if key.is_null() {
+            return None;
+        }
+        let key = serde_json::Value::String(text_of(key).unwrap_or_default());
+        members.push(format!("{key} : {}", json_value(value)));
+    }
+    Some(format!("{{{}}}", members.join(", ")))
+}
+
+/// A value as PostgreSQL's `to_json` writes it: numbers and booleans as themselves, null as
+/// null, anything else as its text.
+fn json_value(v: &ScalarValue) -> serde_json::Value {
+    use serde_json::Value as J;
+    match v {
+        _ if v.is_null() => J::Null,
+        ScalarValue::Boolean(Some(b)) => J::Bool(*b),
+        ScalarValue::Float32(Some(x)) => serde_json::Number::from_f64(f64::from(*x)).map_or(J::Null, J::Number),
+        ScalarValue::Float64(Some(x)) => serde_json::Number::from_f64(*x).map_or(J::Null, J::Number),
+        v if v.data_type().is_integer() => int_of(v).map_or(J::Null, |n| J::Number(n.into())),
+        v => text_of(v).map_or(J::Null, J::String),
+    }
+}
+
 fn int_of(v: &ScalarValue) -> Option<i64> {
     match v.cast_to(&DataType::Int64).ok()? {
         ScalarValue::Int64(n) => n,
@@ -94,7 +123,10 @@ pub(super) fn quote_ident(name: &str) -> String {
     }
 }
 
-pub(super) fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<CatalogFunction> {
+pub(super) fn functions(
+    relations: &Arc<BTreeMap<i64, (i64, String)>>,
+    definitions: &Arc<BTreeMap<i64, String>>,
+) -> Vec<CatalogFunction> {
     let arities = |counts: &[usize]| {
         Signature::one_of(counts.iter().map(|&n| TypeSignature::Any(n)).collect(), Volatility::Stable)
     };
@@ -111,6 +143,28 @@ pub(super) fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<Ca
         let read = ["SELECT", "USAGE", "CONNECT", "EXECUTE", "MEMBER", "REFERENCES"];
         ScalarValue::Boolean(Some(wanted.split(',').all(|p| read.iter().any(|r| p.trim().starts_with(r)))))
     });
+    // A view's defining query, by oid or by name (`pg_get_viewdef('vw_metrics')`); NULL for a
+    // table or an unknown relation, as in PostgreSQL.
+    let viewdef = {
+        let (relations, definitions) = (Arc::clone(relations), Arc::clone(definitions));
+        move |args: &[ScalarValue]| -> ScalarValue {
+            let oid = match args.first() {
+                Some(v) if int_of(v).is_some() => int_of(v),
+                Some(v) => text_of(v).and_then(|name| {
+                    let name = name.trim().trim_matches('"').to_lowercase();
+                    relations
+                        .iter()
+                        .find(|(_, (_, q))| *q == name || q.strip_prefix("public.") == Some(&name))
+                        .map(|(oid, _)| *oid)
+                }),
+                None => None,
+            };
+            ScalarValue::Utf8(oid.and_then(|o| definitions.get(&o).cloned()))
+        }
+    };
+    // `json_build_object(key, value, …)`: SQLAlchemy's column reflection asks it for identity
+    // options. The object as JSON text, its values typed as PostgreSQL's to_json types them.
+    let json_object: Body = Arc::new(|args| ScalarValue::Utf8(json_object_text(args)));
     let visible = {
         let relations = Arc::clone(relations);
         move |args: &[ScalarValue]| -> ScalarValue {
@@ -189,7 +243,8 @@ pub(super) fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<Ca
         f("pg_get_expr", &[2, 3], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_get_indexdef", &[1, 3], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_get_constraintdef", &[1, 2], DataType::Utf8, Arc::clone(&null_text)),
-        f("pg_get_viewdef", &[1, 2], DataType::Utf8, Arc::clone(&null_text)),
+        f("pg_get_viewdef", &[1, 2], DataType::Utf8, Arc::new(viewdef)),
+        f("json_build_object", &[0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20], DataType::Utf8, json_object),
         f("pg_get_triggerdef", &[1, 2], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_get_ruledef", &[1, 2], DataType::Utf8, Arc::clone(&null_text)),
         f("pg_get_partkeydef", &[1], DataType::Utf8, Arc::clone(&null_text)),
@@ -268,6 +323,7 @@ pub(super) fn functions(relations: &Arc<BTreeMap<i64, (i64, String)>>) -> Vec<Ca
 
 /// The catalog's functions an analyst's query may call (the sandbox's allow-list adds them).
 pub const FUNCTIONS: &[&str] = &[
+    "json_build_object",
     "pg_get_userbyid",
     "format_type",
     "pg_table_is_visible",
@@ -315,3 +371,30 @@ pub const FUNCTIONS: &[&str] = &[
     "session_user",
     "user",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_build_object_is_written_as_postgresql_writes_it() {
+        let args = [
+            ScalarValue::from("a"),
+            ScalarValue::Int64(Some(1)),
+            ScalarValue::from("b"),
+            ScalarValue::from("x \"y\""),
+            ScalarValue::from("c"),
+            ScalarValue::Utf8(None),
+            ScalarValue::from("d"),
+            ScalarValue::Boolean(Some(true)),
+            ScalarValue::from("e"),
+            ScalarValue::Float64(Some(2.5)),
+        ];
+        assert_eq!(
+            json_object_text(&args).as_deref(),
+            Some(r#"{"a" : 1, "b" : "x \"y\"", "c" : null, "d" : true, "e" : 2.5}"#)
+        );
+        assert_eq!(json_object_text(&[]).as_deref(), Some("{}"));
+        assert_eq!(json_object_text(&[ScalarValue::Utf8(None), ScalarValue::Int64(Some(1))]), None);
+    }
+}

@@ -260,6 +260,8 @@ pub struct Offered {
     pub rows: usize,
     /// A view (`queries/`), or the catalog table itself.
     pub view: bool,
+    /// A view's defining query (`pg_get_viewdef`).
+    pub definition: Option<String>,
 }
 
 /// Every relation the catalog lists: (oid, schema oid, name, kind, columns as (name, PostgreSQL
@@ -272,6 +274,7 @@ struct Listed {
     kind: &'static str,
     columns: Vec<(String, String, i64)>,
     rows: usize,
+    definition: Option<String>,
 }
 
 fn listed(offered: &[Offered]) -> Vec<Listed> {
@@ -294,6 +297,7 @@ fn listed(offered: &[Offered]) -> Vec<Listed> {
                 })
                 .collect(),
             rows: t.rows,
+            definition: t.definition.clone(),
         })
         .collect();
     for r in &SYSTEM.relations {
@@ -305,6 +309,7 @@ fn listed(offered: &[Offered]) -> Vec<Listed> {
             kind: r.kind,
             columns: r.columns.iter().map(|(n, t)| (n.to_string(), t.to_string(), type_oid(t))).collect(),
             rows: 0,
+            definition: None,
         });
     }
     out
@@ -328,6 +333,11 @@ impl From<&str> for V {
 impl From<String> for V {
     fn from(s: String) -> V {
         V::Text(s)
+    }
+}
+impl From<Option<String>> for V {
+    fn from(s: Option<String>) -> V {
+        s.map_or(V::Null, V::Text)
     }
 }
 impl From<i64> for V {
@@ -486,7 +496,10 @@ fn rows_of(qualified: &str, listed: &[Listed]) -> Vec<Row> {
         "pg_catalog.pg_views" => listed
             .iter()
             .filter(|l| l.kind == "v")
-            .map(|l| row! {"schemaname" => l.schema, "viewname" => l.name.clone(), "viewowner" => OWNER})
+            .map(|l| {
+                row! {"schemaname" => l.schema, "viewname" => l.name.clone(), "viewowner" => OWNER,
+                "definition" => l.definition.clone()}
+            })
             .collect(),
         "pg_catalog.pg_tables" => listed
             .iter()
@@ -512,7 +525,7 @@ fn rows_of(qualified: &str, listed: &[Listed]) -> Vec<Row> {
             .map(|l| {
                 row! {
                     "table_catalog" => "eco", "table_schema" => l.schema, "table_name" => l.name.clone(),
-                    "check_option" => "NONE",
+                    "check_option" => "NONE", "view_definition" => l.definition.clone(),
                 }
             })
             .collect(),
@@ -611,7 +624,9 @@ pub fn install(ctx: &SessionContext, offered: &[Offered]) -> Result<(), String> 
     }
     let relations: Arc<BTreeMap<i64, (i64, String)>> =
         Arc::new(listed.iter().map(|l| (l.oid, (l.namespace, format!("{}.{}", l.schema, l.name)))).collect());
-    for f in functions(&relations) {
+    let definitions: Arc<BTreeMap<i64, String>> =
+        Arc::new(listed.iter().filter_map(|l| Some((l.oid, l.definition.clone()?))).collect());
+    for f in functions(&relations, &definitions) {
         ctx.register_udf(ScalarUDF::new_from_impl(f));
     }
     Ok(())
@@ -652,6 +667,7 @@ mod tests {
             schema: Arc::new(Schema::new(vec![Field::new("ano", DataType::Int64, true)])),
             rows: 3,
             view: false,
+            definition: None,
         }];
         let listed = listed(&offered);
         for r in &SYSTEM.relations {
