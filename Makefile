@@ -12,7 +12,7 @@ PYTHON ?= python3
 FUZZ_CASES ?= 5000
 FUZZ_SEED ?= 1000000
 
-.PHONY: run build test unit contract data sample fmt lint bench soak fuzz sql-test pg-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test docs-test help
+.PHONY: run build test unit contract data sample fmt lint bench soak fuzz sql-test pg-test doors-test flight-test s3-test cluster cluster-test report report-test formats-test ui-test docs-test help
 
 help:
 	@echo "make run    build and serve data/catalog.parquet on 127.0.0.1:8080 (demo credentials)"
@@ -29,6 +29,7 @@ help:
 	@echo "make ui-test  the explorer (/explore) in headless Chromium: sign-in, facets, sort, cursor, vehicle, comparison, SQL, axe-core, screenshots in target/ui/"
 	@echo "make sql-test  analysts' SQL over HTTP compared with a real PostgreSQL server on the same export"
 	@echo "make pg-test   the PostgreSQL front door with psycopg, psql, pgjdbc, pandas/SQLAlchemy and connectorx, compared with DuckDB"
+	@echo "make doors-test  hostile sessions against the PostgreSQL and Flight SQL doors from a fixed seed: no panic, hang, bare close or growth"
 	@echo "make flight-test  the Arrow Flight SQL door with ADBC (pyarrow, Polars, pandas), compared with a real PostgreSQL server"
 	@echo "make s3-test   exports pulled from a real S3-API server (moto, started by the test): swaps, outages, replicas"
 	@echo "make formats-test  every list operation and the export in every format, read back with pandas, Polars and DuckDB"
@@ -49,6 +50,7 @@ test:
 	$(MAKE) formats-test
 	$(MAKE) sql-test
 	$(MAKE) pg-test
+	$(MAKE) doors-test
 	$(MAKE) flight-test
 	$(MAKE) s3-test
 	$(MAKE) report-test
@@ -187,6 +189,13 @@ pg-test: build $(PG_VENV)/.installed
 	command -v openssl >/dev/null || apt-get install -y openssl || (apt-get update && apt-get install -y openssl)
 	test -f /usr/share/java/postgresql.jar && command -v javac >/dev/null || apt-get install -y libpostgresql-jdbc-java default-jdk-headless || (apt-get update && apt-get install -y libpostgresql-jdbc-java default-jdk-headless)
 	$(PG_VENV)/bin/python tests/pg/check.py --binary $(BIN)
+
+# Hostile sessions against the PostgreSQL and Flight SQL doors (tests/doors/hostile.py, psycopg and
+# pyarrow of .venv-pg/): lying lengths and counts, truncated, unknown and mutated messages before
+# and after login, forged tokens and random commands over Flight, from a fixed seed. The service
+# must answer (08P01) or close in time, never panic or hang; its memory and sockets stay bounded.
+doors-test: build $(PG_VENV)/.installed
+	$(PG_VENV)/bin/python tests/doors/hostile.py --binary $(BIN)
 
 # Docs that cannot drift (tests/docs/check.py, Python standard library): every flag and variable
 # of every command's --help must be in docs/operators.md; the blocks of README.md and docs/ marked

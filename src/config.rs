@@ -221,9 +221,10 @@ pub struct ServeArgs {
     /// SCRAM-protected, but queries and answers cross the network in clear text).
     #[arg(long, env = "ECO_PG_ALLOW_PLAINTEXT")]
     pub pg_allow_plaintext: bool,
-    /// PostgreSQL connections open at once at most; one more is answered 53300
-    /// (too_many_connections) and closed. A connection that has not authenticated within
-    /// --header-timeout-ms is closed.
+    /// Signed-in PostgreSQL connections at once at most; a login past them is answered 53300
+    /// (too_many_connections) and closed. As many more may be in their start-up: when one more
+    /// arrives, the oldest of them is closed, and each is closed when it has not signed in within
+    /// --header-timeout-ms (so connections that never sign in cannot keep a client out).
     #[arg(long, env = "ECO_PG_MAX_CONNECTIONS", default_value_t = 256, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000))]
     pub pg_max_connections: usize,
     /// Also serve analysts' SQL over Arrow Flight SQL (gRPC) on this address: ADBC and the

@@ -13,7 +13,6 @@
 //! (`53400` past it) and the connection counts as authenticated for the start-up deadline.
 
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -29,6 +28,7 @@ use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 
+use super::places::Admission;
 use super::tls::Tls;
 use crate::process::keys::{KeyStore, Refusal};
 use crate::process::scram::Verifier;
@@ -156,16 +156,17 @@ impl Logins {
     }
 }
 
-/// One connection's login: the door's methods and the flag the start-up deadline reads.
+/// One connection's login: the door's methods and the connection's place (signed in once the
+/// login succeeds, which the start-up deadline reads).
 #[derive(Clone)]
 pub struct Login {
     logins: Arc<Logins>,
-    authenticated: Arc<AtomicBool>,
+    admission: Arc<Admission>,
 }
 
 impl Login {
-    pub fn new(logins: Arc<Logins>, authenticated: Arc<AtomicBool>) -> Login {
-        Login { logins, authenticated }
+    pub fn new(logins: Arc<Logins>, admission: Arc<Admission>) -> Login {
+        Login { logins, admission }
     }
 }
 
@@ -198,7 +199,13 @@ impl Startup {
         };
         match self.login.logins.keys.with_current(|c| c.admit(user)) {
             Ok(_) => {
-                self.login.authenticated.store(true, Ordering::Relaxed);
+                if !self.login.admission.admit() {
+                    crate::process::metrics::pg_query("refused");
+                    return Err(fatal(
+                        "53300",
+                        "sorry, too many clients already (limite de conexões PostgreSQL atingido)".into(),
+                    ));
+                }
                 self.driver.complete_authentication(client, final_message).await
             }
             Err(denial) => match denial.error {
@@ -227,6 +234,10 @@ impl StartupHandler for Startup {
                 let mechanism = self.login.logins.mechanism(&user, client.is_secure());
                 let outcome = self.driver.begin_authentication(client, mechanism).await;
                 self.step(client, &user, outcome).await
+            }
+            // A password message once signed in is out of place: PostgreSQL ends the session.
+            PgWireFrontendMessage::PasswordMessageFamily(_) if self.login.admission.is_signed_in() => {
+                Err(fatal("08P01", "unexpected message type: a password message after the login".into()))
             }
             PgWireFrontendMessage::PasswordMessageFamily(message) => {
                 let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();

@@ -29,6 +29,7 @@ use tokio::net::TcpListener;
 
 mod auth;
 mod copy;
+mod places;
 mod session;
 pub mod tls;
 
@@ -866,42 +867,16 @@ impl PgWireServerHandlers for Handlers {
     }
 }
 
-/// An ErrorResponse message: FATAL, `code`, `message` (sent before a connection's start-up is
-/// read, to a connection that is refused).
-fn fatal(code: &str, message: &str) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (field, value) in [(b'S', "FATAL"), (b'V', "FATAL"), (b'C', code), (b'M', message)] {
-        body.push(field);
-        body.extend_from_slice(value.as_bytes());
-        body.push(0);
-    }
-    body.push(0);
-    let mut out = vec![b'E'];
-    out.extend_from_slice(&((body.len() + 4) as u32).to_be_bytes());
-    out.extend_from_slice(&body);
-    out
-}
-
-/// Gives a connection's place back when it ends.
-struct Open(Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Serves the PostgreSQL protocol on `listener` until the process stops: at most
-/// `max_connections` at once (one more is answered 53300 and closed), each closed when it has
-/// not authenticated within `startup_timeout` (a client that never finishes its start-up holds
-/// no place for long).
+/// Serves the PostgreSQL protocol on `listener` until the process stops, with the places of
+/// [`places`]: at most `max_connections` signed in (a login past them is answered 53300 and
+/// closed) and at most as many in their start-up (the oldest closed to make room for a new one),
+/// each of those closed when it has not signed in within `startup_timeout`.
 pub async fn serve(listener: TcpListener, state: PgState) {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let open = Arc::new(AtomicUsize::new(0));
+    let places = places::Places::new(state.max_connections);
     let cancels: Cancels = Arc::default();
     let logins = Arc::new(auth::Logins::new(Arc::clone(&state.keys), state.tls.as_deref()));
     loop {
-        let (mut socket, peer) = match listener.accept().await {
+        let (socket, peer) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "PostgreSQL front door: accept failed");
@@ -909,45 +884,39 @@ pub async fn serve(listener: TcpListener, state: PgState) {
                 continue;
             }
         };
-        if open.fetch_add(1, Ordering::Relaxed) >= state.max_connections {
-            open.fetch_sub(1, Ordering::Relaxed);
-            crate::process::metrics::pg_query("refused");
-            tokio::spawn(async move {
-                use tokio::io::AsyncWriteExt;
-                let message = "sorry, too many clients already (limite de conexões PostgreSQL atingido)";
-                let _ =
-                    tokio::time::timeout(std::time::Duration::from_secs(1), socket.write_all(&fatal("53300", message)))
-                        .await;
-                let _ = socket.shutdown().await;
-            });
-            continue;
-        }
-        let place = Open(Arc::clone(&open));
-        let authenticated = Arc::new(AtomicBool::new(false));
+        let (admission, close) = places.arrive();
         let handlers = Handlers {
             backend: Arc::new(Backend::new(state.clone(), Arc::clone(&cancels))),
-            login: auth::Login::new(Arc::clone(&logins), Arc::clone(&authenticated)),
+            login: auth::Login::new(Arc::clone(&logins), Arc::clone(&admission)),
             cancels: Arc::clone(&cancels),
         };
         let deadline = state.startup_timeout;
         let tls = state.tls.as_ref().map(|t| t.acceptor.clone());
         tokio::spawn(async move {
-            let _place = place;
             let connection = pgwire::tokio::process_socket(socket, tls, handlers);
             tokio::pin!(connection);
-            let result = tokio::select! {
-                r = &mut connection => Some(r),
-                () = tokio::time::sleep(deadline) => None,
-            };
-            let result = match result {
-                Some(r) => r,
-                // Past the deadline: closed (the future and its socket dropped) unless the client
-                // has authenticated, whose connection goes on.
-                None if !authenticated.load(Ordering::Relaxed) => {
-                    tracing::debug!(%peer, "PostgreSQL connection closed: no authentication within the deadline");
-                    return;
+            let start_up = tokio::time::sleep(deadline);
+            tokio::pin!(start_up);
+            // (A branch's condition is read when the select starts: a connection that signed in
+            // while it waited is let go on, and the next round leaves out both branches.)
+            let mut deadline_passed = false;
+            let result = loop {
+                tokio::select! {
+                    r = &mut connection => break r,
+                    () = &mut start_up, if !deadline_passed => {
+                        deadline_passed = true;
+                        if !admission.is_signed_in() {
+                            tracing::debug!(%peer, "PostgreSQL connection closed: no sign-in within the deadline");
+                            return;
+                        }
+                    }
+                    () = close.notified(), if !admission.is_signed_in() => {
+                        if !admission.is_signed_in() {
+                            tracing::debug!(%peer, "PostgreSQL connection closed: newer connections needed its start-up place");
+                            return;
+                        }
+                    }
                 }
-                None => connection.await,
             };
             if let Err(e) = result {
                 tracing::debug!(%peer, error = %e, "PostgreSQL connection ended with an error");

@@ -164,6 +164,8 @@ pub fn init(filter: &str, format: LogFormat) -> anyhow::Result<LogGuard> {
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).with_span_list(false).try_init(),
     };
     installed.map_err(|e| anyhow::anyhow!("cannot install the logger: {e}"))?;
+    // From now on a panic is a line of this log, not a raw message on standard error.
+    crate::engine::contain::install_hook();
     let _ = ACCESS.set((Arc::clone(&shared), format));
     Ok(LogGuard { shared })
 }

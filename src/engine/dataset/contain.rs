@@ -15,14 +15,28 @@ static CONTAINED: AtomicUsize = AtomicUsize::new(0);
 
 static HOOK: Once = Once::new();
 
-/// Installs (once per process) a panic hook that stays silent while a contained decode runs
-/// and otherwise behaves as the hook it replaces.
-fn install_hook() {
+/// Installs (once per process) a panic hook that stays silent while a contained decode runs;
+/// otherwise, once the service's logger is installed, a panic is one line of the log (the JSON
+/// log when the service runs with it), never a raw message on standard error: a panic that a
+/// connection or a task catches is logged exactly once, here. Before the logger is installed
+/// (a command line run), it behaves as the hook it replaces.
+pub fn install_hook() {
     HOOK.call_once(|| {
         let previous = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
             if CONTAINED.load(Ordering::SeqCst) > 0 {
                 tracing::debug!(panic = %info, "panic inside a contained decode (reported as a refusal)");
+                return;
+            }
+            if tracing::dispatcher::has_been_set() {
+                let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+                let thread = std::thread::current();
+                tracing::error!(
+                    panic = info.payload_as_str().unwrap_or("a panic without a message"),
+                    location,
+                    thread = thread.name().unwrap_or("unnamed"),
+                    "panic"
+                );
                 return;
             }
             previous(info);
