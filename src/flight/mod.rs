@@ -127,7 +127,7 @@ struct Prepared {
 /// The Flight SQL service.
 pub struct Door {
     state: FlightState,
-    tokens: auth::Tokens,
+    tokens: Arc<auth::Tokens>,
     answers: Mutex<HashMap<String, Answer>>,
     prepared: Mutex<HashMap<String, Prepared>>,
     tables: metadata::Tables,
@@ -307,7 +307,7 @@ impl Door {
     pub fn new(state: FlightState) -> Door {
         Door {
             state,
-            tokens: auth::Tokens::new(auth::TOKEN_TTL),
+            tokens: Arc::new(auth::Tokens::new(auth::TOKEN_TTL)),
             answers: Mutex::new(HashMap::new()),
             prepared: Mutex::new(HashMap::new()),
             tables: metadata::Tables::default(),
@@ -742,7 +742,24 @@ impl FlightSqlService for Door {
 /// Serves Flight SQL on `listener` until the process stops.
 pub async fn serve(listener: TcpListener, state: FlightState) {
     let tls = state.tls.clone();
-    let service = FlightServiceServer::new(Door::new(state));
+    let door = Door::new(state);
+    // The sign-in is checked before a request's command is decoded: without a token (or the
+    // handshake's basic credentials) a call is UNAUTHENTICATED whatever its bytes hold.
+    let signed_in = {
+        let (tokens, keys) = (Arc::clone(&door.tokens), Arc::clone(&door.state.keys));
+        move |request: Request<()>| -> Result<Request<()>, Status> {
+            let header = authorization(&request).unwrap_or_default();
+            if header.get(..6).is_some_and(|scheme| scheme.eq_ignore_ascii_case("basic ")) {
+                return Ok(request);
+            }
+            let token = auth::bearer(header).ok_or_else(auth::unauthenticated)?;
+            match keys.with_current(|c| tokens.key(token, c)) {
+                Some(_) => Ok(request),
+                None => Err(auth::unauthenticated()),
+            }
+        }
+    };
+    let service = FlightServiceServer::with_interceptor(door, signed_in);
     let mut builder = Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))

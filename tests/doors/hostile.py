@@ -667,8 +667,13 @@ def run_flight(addr: str, rng: random.Random, calls: int) -> tuple[list[tuple[st
                 outcome, fine = "answer", True
             except Exception as e:  # noqa: BLE001 - the error's class is the outcome
                 outcome = type(e).__name__
+                # pyarrow raises some statuses (get_schema's UNAUTHENTICATED) as a bare OSError
+                # "Flight returned <status> error": the status is the outcome.
+                if type(e) is OSError and str(e).startswith("Flight returned unauthenticated error"):
+                    outcome = "FlightUnauthenticatedError"
                 messages.setdefault(outcome, str(e).split(". gRPC client debug context")[0][:200])
-                fine = isinstance(e, (flight.FlightError, pa.ArrowException)) \
+                fine = (isinstance(e, (flight.FlightError, pa.ArrowException))
+                        or outcome == "FlightUnauthenticatedError") \
                     and not isinstance(e, (flight.FlightTimedOutError, flight.FlightUnavailableError))
             results.append((mode, op, outcome, fine))
             if sum(r[2] == "FlightTimedOutError" for r in results) >= 3:
@@ -695,6 +700,11 @@ def flight_checks(results: list[tuple[str, str, str, bool]], messages: dict[str,
           len(results) == calls and not wrong, f"{len(results)} calls made; {dict(wrong)}")
     answered = collections.Counter(op for op, o in unsigned if o == "answer" and op not in PUBLIC_OPS)
     check("flight: no call without a valid token answered (but list_actions)", not answered, str(dict(answered)))
+    # The sign-in is checked before a command's bytes are decoded: whatever they hold, a call
+    # without a valid token is UNAUTHENTICATED.
+    other = collections.Counter(f"{op}: {o}" for op, o in unsigned if o != "FlightUnauthenticatedError")
+    check(f"flight: every call without a valid token refused UNAUTHENTICATED ({len(unsigned)})",
+          not other, str(dict(other)))
 
 
 # --- The service --------------------------------------------------------------------------------
