@@ -39,8 +39,10 @@ use sqlparser::parser::Parser;
 use super::names::ident_name;
 use super::rewrite::Unsupported;
 
-/// Aggregates: a select list holding one is computed over every matched row, not the first N.
-const AGGREGATES: &[&str] = &[
+/// PostgreSQL's aggregates (and the window functions that are aggregates' kin): a select list
+/// holding one is computed over every matched row, not the first N; a scalar subquery calling
+/// one answers a row even over no rows (the catalog's rewrite, `pg_catalog::syntax`).
+pub(super) const AGGREGATES: &[&str] = &[
     "count",
     "sum",
     "avg",
@@ -74,8 +76,11 @@ const AGGREGATES: &[&str] = &[
     "mode",
     "json_agg",
     "jsonb_agg",
+    "json_object_agg",
     "bit_and",
     "bit_or",
+    "first_value",
+    "last_value",
 ];
 
 /// The columns an expression names: whether any is unqualified, and the qualifiers of the others.

@@ -1,6 +1,8 @@
 //! The syntax only catalog queries use, turned into what DataFusion runs (see the parent module).
 
 use super::*;
+// Aggregate functions: a SELECT that calls one without GROUP BY answers a row even over none.
+use crate::engine::sql::lateral::AGGREGATES;
 
 /// The last part of a type's name, in lower case (`pg_catalog.regclass` is `regclass`).
 fn type_name(t: &SqlType) -> Option<String> {
@@ -252,27 +254,6 @@ impl VisitorMut for EmptySubqueries {
         ControlFlow::Continue(())
     }
 }
-
-/// Aggregate functions: a SELECT that calls one without GROUP BY answers a row even over none.
-const AGGREGATES: &[&str] = &[
-    "count",
-    "sum",
-    "min",
-    "max",
-    "avg",
-    "array_agg",
-    "string_agg",
-    "bool_and",
-    "bool_or",
-    "every",
-    "json_agg",
-    "jsonb_agg",
-    "json_object_agg",
-    "first_value",
-    "last_value",
-    "stddev",
-    "variance",
-];
 
 /// Whether expressions call an aggregate (outside their subqueries).
 struct CallsAggregate(bool, usize);
