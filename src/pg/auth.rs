@@ -235,10 +235,6 @@ impl StartupHandler for Startup {
                 let outcome = self.driver.begin_authentication(client, mechanism).await;
                 self.step(client, &user, outcome).await
             }
-            // A password message once signed in is out of place: PostgreSQL ends the session.
-            PgWireFrontendMessage::PasswordMessageFamily(_) if self.login.admission.is_signed_in() => {
-                Err(fatal("08P01", "unexpected message type: a password message after the login".into()))
-            }
             PgWireFrontendMessage::PasswordMessageFamily(message) => {
                 let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
                 let outcome = self.driver.advance_authentication(client, message).await;

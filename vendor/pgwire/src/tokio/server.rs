@@ -305,6 +305,15 @@ where
                 PgWireFrontendMessage::Close(close) => {
                     extended_query_handler.on_close(socket, close).await?;
                 }
+                // A password message once signed in is a protocol violation: PostgreSQL ends
+                // the session with FATAL 08P01.
+                PgWireFrontendMessage::PasswordMessageFamily(_) => {
+                    return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                        crate::error::SEVERITY_FATAL.to_owned(),
+                        "08P01".to_owned(),
+                        "invalid frontend message type 112 (a password message after the login)".to_owned(),
+                    ))));
+                }
                 _ => {}
             }
         }
