@@ -37,7 +37,6 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use super::names::ident_name;
-use super::rewrite::Unsupported;
 
 /// PostgreSQL's aggregates (and the window functions that are aggregates' kin): a select list
 /// holding one is computed over every matched row, not the first N; a scalar subquery calling
@@ -82,6 +81,27 @@ pub(super) const AGGREGATES: &[&str] = &[
     "first_value",
     "last_value",
 ];
+
+/// `FETCH FIRST n ROWS ONLY` (the standard's `LIMIT n`, which DataFusion does not read) as
+/// `LIMIT n`; `FETCH FIRST ROW ONLY` is one row. `WITH TIES` and `PERCENT` are refused.
+pub(super) fn fetch_as_limit(query: &mut Query) -> Result<(), String> {
+    let Some(fetch) = query.fetch.take() else { return Ok(()) };
+    if fetch.with_ties {
+        return Err("FETCH … WITH TIES is not supported (use rank() in a subquery)".into());
+    }
+    if fetch.percent {
+        return Err("FETCH … PERCENT is not supported".into());
+    }
+    let n = fetch.quantity.unwrap_or_else(|| Expr::value(Value::Number("1".into(), false)));
+    match query.limit_clause.as_mut() {
+        None => {
+            query.limit_clause = Some(LimitClause::LimitOffset { limit: Some(n), offset: None, limit_by: Vec::new() })
+        }
+        Some(LimitClause::LimitOffset { limit: limit @ None, .. }) => *limit = Some(n),
+        Some(_) => return Err("LIMIT and FETCH in one query".into()),
+    }
+    Ok(())
+}
 
 /// The columns an expression names: whether any is unqualified, and the qualifiers of the others.
 struct Names {
@@ -146,8 +166,8 @@ fn conjuncts(e: Expr, out: &mut Vec<Expr>) {
 
 /// Rewrites the subquery of a `LATERAL` derived table (see the module); leaves it as written when
 /// it is not of the form rewritten.
-pub fn top_n(query: &mut Query) -> Result<(), Unsupported> {
-    super::rewrite::fetch_as_limit(query)?;
+pub fn top_n(query: &mut Query) -> Result<(), String> {
+    fetch_as_limit(query)?;
     let Some(LimitClause::LimitOffset { limit: Some(limit), offset, limit_by }) = &query.limit_clause else {
         return Ok(());
     };

@@ -18,8 +18,8 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{
     BinaryOperator, CastKind, DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Ident,
-    LimitClause, ObjectNamePart, Query, Select, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor, Value,
-    VisitMut, VisitorMut,
+    ObjectNamePart, Query, Select, SetExpr, SetOperator, SetQuantifier, Statement, TableFactor, Value, VisitMut,
+    VisitorMut,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -129,27 +129,6 @@ pub fn chrono_format(template: &str) -> Result<String, Unsupported> {
     Ok(out)
 }
 
-/// `FETCH FIRST n ROWS ONLY` (the standard's `LIMIT n`, which DataFusion does not read) as
-/// `LIMIT n`; `FETCH FIRST ROW ONLY` is one row. `WITH TIES` and `PERCENT` are refused.
-pub(super) fn fetch_as_limit(query: &mut Query) -> Result<(), Unsupported> {
-    let Some(fetch) = query.fetch.take() else { return Ok(()) };
-    if fetch.with_ties {
-        return Err("FETCH … WITH TIES is not supported (use rank() in a subquery)".into());
-    }
-    if fetch.percent {
-        return Err("FETCH … PERCENT is not supported".into());
-    }
-    let n = fetch.quantity.unwrap_or_else(|| Expr::value(Value::Number("1".into(), false)));
-    match query.limit_clause.as_mut() {
-        None => {
-            query.limit_clause = Some(LimitClause::LimitOffset { limit: Some(n), offset: None, limit_by: Vec::new() })
-        }
-        Some(LimitClause::LimitOffset { limit: limit @ None, .. }) => *limit = Some(n),
-        Some(_) => return Err("LIMIT and FETCH in one query".into()),
-    }
-    Ok(())
-}
-
 fn function_name(f: &Function) -> Option<String> {
     match f.name.0.as_slice() {
         [ObjectNamePart::Identifier(i)] => Some(super::names::ident_name(i)),
@@ -191,7 +170,7 @@ impl VisitorMut for Rewriter {
     type Break = Unsupported;
 
     fn pre_visit_query(&mut self, query: &mut Query) -> ControlFlow<Unsupported> {
-        if let Err(e) = fetch_as_limit(query) {
+        if let Err(e) = super::lateral::fetch_as_limit(query) {
             return ControlFlow::Break(e);
         }
         match self.body(&mut query.body) {
