@@ -142,7 +142,7 @@ pub fn columns(data_lines: &[&Line]) -> Vec<Column> {
             max_x = max_x.max(w.x1);
         }
     }
-    if data_lines.is_empty() || !(max_x > 0.0) || max_x > 20_000.0 {
+    if data_lines.is_empty() || max_x.is_nan() || max_x <= 0.0 || max_x > 20_000.0 {
         return Vec::new();
     }
     let bins = (max_x * 2.0).ceil() as usize + 2;

@@ -204,7 +204,7 @@ fn leftovers_to_region(parts: &mut [PageParts]) {
     }
     for p in parts.iter_mut() {
         let common = |w: &Word| seen.get(&normalise(&w.text)).copied().unwrap_or(0) * 2 > with_header;
-        let repeated = |l: &Line| l.words.iter().all(|w| common(w));
+        let repeated = |l: &Line| l.words.iter().all(&common);
         // Leftovers are wrapped text cells: they lie under the text columns' labels.
         let text_right = p
             .header

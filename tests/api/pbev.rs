@@ -435,7 +435,7 @@ fn files_that_are_not_pbev_tables_are_refused_naming_the_file() {
     let half = dir.join("metade.pdf");
     std::fs::write(&half, &bytes[..bytes.len() / 2]).unwrap();
     let out = dir.join("catalog.parquet");
-    let (code, _, stderr) = import(&out, &[half.clone()], &[]);
+    let (code, _, stderr) = import(&out, std::slice::from_ref(&half), &[]);
     assert!(code == 2 || code == 0, "{stderr}");
     if code == 2 {
         assert!(stderr.contains("metade.pdf"), "{stderr}");
@@ -494,7 +494,7 @@ fn mutated_tables_never_panic_nor_leave_half_a_file() {
         let input = dir.join(format!("mutado-{case}.pdf"));
         std::fs::write(&input, &bytes).unwrap();
         let out = dir.join(format!("out-{case}.parquet"));
-        let (code, _, stderr) = import(&out, &[input.clone()], &["--read-timeout", "20"]);
+        let (code, _, stderr) = import(&out, std::slice::from_ref(&input), &["--read-timeout", "20"]);
         assert!(!stderr.contains("panicked"), "case {case}: {stderr}");
         match code {
             0 => {

@@ -471,7 +471,8 @@ mod tests {
         let l7 = views.params.limites_poluentes_l7;
         assert_eq!((l7.nmog_nox_g_km, l7.co_g_km), (0.08, 1.0));
         // (nmhc, co, nox, nmog_nox) per row.
-        let inputs: [(Option<f64>, Option<f64>, Option<f64>, Option<f64>); 7] = [
+        type Pollutants = (Option<f64>, Option<f64>, Option<f64>, Option<f64>);
+        let inputs: [Pollutants; 7] = [
             (Some(0.02), Some(0.5), Some(0.03), None),
             (None, Some(0.5), None, Some(0.04)),
             (None, None, None, Some(0.04)),
