@@ -22,7 +22,6 @@ use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DFSchema, Result};
 use datafusion::logical_expr::expr::{AggregateFunction, Cast, WindowFunction, WindowFunctionDefinition};
-use datafusion::logical_expr::utils::merge_schema;
 use datafusion::logical_expr::{BinaryExpr, Expr, ExprSchemable, LogicalPlan, Operator};
 use datafusion::optimizer::analyzer::type_coercion::TypeCoercion;
 use datafusion::optimizer::AnalyzerRule;
@@ -85,20 +84,7 @@ impl AnalyzerRule for NumericPrecision {
         let mut changed = false;
         let plan = plan
             .transform_up_with_subqueries(|node| {
-                let inputs = node.inputs();
-                let schema = if inputs.is_empty() { node.schema().as_ref().clone() } else { merge_schema(&inputs) };
-                // A node that names its outputs after their expressions keeps the names.
-                let named =
-                    matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
-                let node = node.map_expressions(|e| {
-                    let name = e.schema_name().to_string();
-                    let new = widened(e, &schema)?;
-                    if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
-                        Ok(Transformed::yes(new.data.alias(name)))
-                    } else {
-                        Ok(new)
-                    }
-                })?;
+                let node = super::postgres::rewrite_keeping_names(node, |e, schema, _| widened(e, schema))?;
                 changed |= node.transformed;
                 if changed {
                     // The node's own types follow its inputs' (changed below it or here).

@@ -361,23 +361,35 @@ fn postgres_expr(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<T
     })
 }
 
+/// `node` with each expression rewritten by `rewrite` (given the schema its columns are read
+/// from and the node's inputs), the names of the outputs kept: where a node names its outputs
+/// after their expressions, a rewritten one is aliased to its old name. Shared by the rules on
+/// the typed plan (this one and [`super::numeric`]).
+pub(super) fn rewrite_keeping_names(
+    node: LogicalPlan,
+    mut rewrite: impl FnMut(Expr, &DFSchema, &[&LogicalPlan]) -> Result<Transformed<Expr>>,
+) -> Result<Transformed<LogicalPlan>> {
+    let inputs: Vec<LogicalPlan> = node.inputs().into_iter().cloned().collect();
+    let inputs: Vec<&LogicalPlan> = inputs.iter().collect();
+    let schema = if inputs.is_empty() { node.schema().as_ref().clone() } else { merge_schema(&inputs) };
+    let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
+    node.map_expressions(|e| {
+        let name = e.schema_name().to_string();
+        let new = rewrite(e, &schema, &inputs)?;
+        if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
+            Ok(Transformed::yes(new.data.alias(name)))
+        } else {
+            Ok(new)
+        }
+    })
+}
+
 impl AnalyzerRule for PostgresSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         plan.transform_up_with_subqueries(|node| {
-            let inputs = node.inputs();
-            let schema = if inputs.is_empty() { node.schema().as_ref().clone() } else { merge_schema(&inputs) };
-            let averages: Vec<String> = inputs.iter().flat_map(|i| numeric_averages(i)).collect();
-            // An output's name follows its expression: where a node names its outputs after them,
-            // a rewritten one keeps its name.
-            let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
-            node.map_expressions(|e| {
-                let name = e.schema_name().to_string();
-                let new = postgres_expr(e, &schema, &averages)?;
-                if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
-                    Ok(Transformed::yes(new.data.alias(name)))
-                } else {
-                    Ok(new)
-                }
+            rewrite_keeping_names(node, |e, schema, inputs| {
+                let averages: Vec<String> = inputs.iter().flat_map(|i| numeric_averages(i)).collect();
+                postgres_expr(e, schema, &averages)
             })
         })
         .map(|t| t.data)

@@ -93,37 +93,40 @@ pub enum Outcome {
     Cancelled,
 }
 
-/// The table names a query may read: `catalog` and every table the views create.
+/// A view statement's created table: its name (unquoted, in lower case) and what follows
+/// `CREATE TABLE name` (`AS query`); `None` for another statement.
+fn created_table(stmt: &str) -> Option<(String, &str)> {
+    let mut words = stmt.split_whitespace();
+    let (create, table, name) = (words.next()?, words.next()?, words.next()?);
+    if !create.eq_ignore_ascii_case("create") || !table.eq_ignore_ascii_case("table") {
+        return None;
+    }
+    let rest = &stmt[stmt.find(name)? + name.len()..];
+    Some((name.trim_matches('"').to_lowercase(), rest.trim_start()))
+}
+
 /// The defining query of every table the views create, by name (the text after
 /// `CREATE TABLE name AS`, as the service computes it: Polars SQL, the formula constants in), for
 /// `pg_get_viewdef` and the catalog's view definitions.
 pub fn view_definitions(views: &Views) -> std::collections::BTreeMap<String, String> {
     let mut out = std::collections::BTreeMap::new();
     for (_, stmt) in &views.statements {
-        let mut words = stmt.splitn(4, char::is_whitespace).filter(|w| !w.is_empty());
-        let (Some(create), Some(table), Some(name)) = (words.next(), words.next(), words.next()) else { continue };
-        if !create.eq_ignore_ascii_case("create") || !table.eq_ignore_ascii_case("table") {
-            continue;
-        }
-        let rest = stmt.split_at(stmt.find(name).map_or(stmt.len(), |i| i + name.len())).1.trim_start();
+        let Some((name, rest)) = created_table(stmt) else { continue };
         let Some(query) = rest.get(..2).filter(|w| w.eq_ignore_ascii_case("as")).map(|_| rest[2..].trim()) else {
             continue;
         };
-        out.entry(name.trim_matches('"').to_lowercase()).or_insert_with(|| format!(" {query};"));
+        out.entry(name).or_insert_with(|| format!(" {query};"));
     }
     out
 }
 
+/// The table names a query may read: `catalog` and every table the views create.
 pub fn offered_tables(views: &Views) -> Vec<String> {
     let mut names = vec!["catalog".to_string()];
     for (_, stmt) in &views.statements {
-        let words: Vec<&str> = stmt.split_whitespace().take(3).collect();
-        if let [create, table, name] = words[..] {
-            if create.eq_ignore_ascii_case("create") && table.eq_ignore_ascii_case("table") {
-                let name = name.trim_matches('"').to_lowercase();
-                if !names.contains(&name) {
-                    names.push(name);
-                }
+        if let Some((name, _)) = created_table(stmt) {
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
     }
