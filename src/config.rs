@@ -30,6 +30,10 @@ pub enum Command {
     /// standard input); not meant to be run by hand.
     #[command(hide = true)]
     SqlWorker,
+    /// Writes a dataset version's SQL tables ahead, in the folder the service made for it
+    /// (started by `serve`); not meant to be run by hand.
+    #[command(hide = true)]
+    SqlTables { dir: std::path::PathBuf, tables: Vec<String> },
     /// Write a deterministic synthetic sample catalog (Parquet).
     Generate(GenerateArgs),
     /// Check a Parquet export against the input schema; prints every problem, exits 1 if invalid.
@@ -257,8 +261,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ECO_SQL_TIMEOUT_MS", default_value_t = crate::engine::sql::DEFAULT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(100..=600_000))]
     pub sql_timeout_ms: u64,
     /// Memory budget of one analyst's SQL query (its worker's heap and DataFusion's memory
-    /// pool; the mapped tables are not counted), in MiB; past it the query is stopped and
-    /// answered 422 QUERY_TOO_EXPENSIVE.
+    /// pool; the export it reads stays in the page cache, not counted), in MiB; past it the
+    /// query is stopped and answered 422 QUERY_TOO_EXPENSIVE.
     #[arg(long, env = "ECO_SQL_MEMORY_MB", default_value_t = crate::engine::sql::DEFAULT_MEMORY_MB, value_parser = clap::value_parser!(u64).range(64..=1_048_576))]
     pub sql_memory_mb: u64,
     /// Analysts' SQL queries running at once; one more is answered 503 with Retry-After.

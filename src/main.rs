@@ -51,6 +51,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve(args),
         Command::SqlWorker => return ExitCode::from(eco_insights::engine::sql::worker::run_worker() as u8),
+        Command::SqlTables { dir, tables } => {
+            return match eco_insights::engine::sql::mapped::write_ahead(&dir, &tables) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Generate(args) => generate_cmd(args),
         Command::Validate(args) => return validate_cmd(args),
         Command::Credentials(command) => credentials_cmd(command),
@@ -310,6 +319,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let kept = args.state_dir.clone().map(StateDir::new);
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
+    // Every export a load reads is kept for analysts' SQL (which reads it where it lies).
+    eco_insights::engine::dataset::load::keep_exports_in(sql.exports_dir());
     let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
     // The router and its OpenAPI document depend on no dataset: they are built on a thread of
     // their own while the first load runs.
@@ -467,8 +478,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     // Requests cut at the end of the grace may leave engine work running: do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    // This process's scratch folders go with it (the SQL tables of a 1M-row catalog are some
-    // 800 MB); those of a process that could not stop cleanly are removed by the next start.
+    // This process's scratch folders go with it (the exports the SQL tables read); those of a
+    // process that could not stop cleanly are removed by the next start.
     sql.remove_scratch();
     if let Some(folder) = mirror {
         let _ = std::fs::remove_dir_all(folder);
@@ -476,33 +487,22 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     result
 }
 
-/// The most rows whose SQL tables are written ahead (some 800 MB of tables per million rows;
-/// larger versions write theirs on their first SQL query).
-const SQL_AHEAD_MAX_ROWS: usize = 5_000_000;
-
-/// Writes the SQL tables of each dataset version once it has served for a second or two (a
-/// version replaced at once is skipped), on a thread of its own at the lowest priority (the
-/// writer it starts inherits it), so requests keep the CPU: the first SQL query of a version (an
-/// analyst's first click in the explorer's SQL page, a BI tool's first refresh) finds them
-/// written instead of waiting seconds for them.
+/// Makes the SQL tables' folder of each dataset version as soon as it serves (the export the
+/// load kept is moved in, the views' statements written: milliseconds), on a thread of its own.
 fn prepare_sql_tables(store: Arc<Store>, sql: Arc<eco_insights::engine::sql::worker::Runner>) {
-    let spawned = std::thread::Builder::new().name("eco-sql-ahead".into()).spawn(move || {
-        eco_insights::process::priority::lowest();
-        let (mut seen, mut prepared) = (None::<String>, None::<String>);
+    let spawned = std::thread::Builder::new().name("eco-sql-tables".into()).spawn(move || {
+        let mut prepared = None::<String>;
         loop {
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::sleep(Duration::from_millis(200));
             let Some(current) = store.current() else { continue };
-            let version = current.info.version.clone();
-            let small = current.info.rows <= SQL_AHEAD_MAX_ROWS;
-            if small && prepared.as_ref() != Some(&version) && seen.as_ref() == Some(&version) {
+            if prepared.as_ref() != Some(&current.info.version) {
                 sql.prepare(&current);
-                prepared = Some(version.clone());
+                prepared = Some(current.info.version.clone());
             }
-            seen = Some(version);
         }
     });
     if let Err(e) = spawned {
-        tracing::warn!("cannot start the thread writing the SQL tables ahead: {e}");
+        tracing::warn!("cannot start the thread preparing the SQL tables: {e}");
     }
 }
 

@@ -172,12 +172,6 @@ fn refusal_status(refusal: Refusal) -> (Status, &'static str) {
                 ),
                 "stopped",
             ),
-            Outcome::Preparing(secs) => (
-                Status::unavailable(format!(
-                    "O catálogo desta versão dos dados ainda está sendo preparado para consultas SQL; tente novamente em {secs} s"
-                )),
-                "error",
-            ),
             Outcome::Cancelled => (Status::cancelled("A consulta foi cancelada"), "stopped"),
             Outcome::Failed(m) => (internal(m), "error"),
             Outcome::Rows { .. } => (internal("unexpected rows"), "error"),

@@ -355,10 +355,6 @@ impl Backend {
                 Outcome::TooExpensive(Limit::Time, m) => error("57014", format!("consulta interrompida: {m}")),
                 Outcome::TooExpensive(Limit::Memory, m) => error("53200", format!("consulta interrompida: {m}")),
                 Outcome::Busy => error("53300", "todas as vagas de consulta estão ocupadas; tente em 1 s"),
-                Outcome::Preparing(secs) => error(
-                    "57P03",
-                    format!("o catálogo desta versão dos dados ainda está sendo preparado para SQL; tente em {secs} s"),
-                ),
                 Outcome::Cancelled => error("57014", "canceling statement due to user request (consulta cancelada)"),
                 Outcome::Failed(m) => {
                     tracing::error!(error = %m, "SQL worker failed");

@@ -29,7 +29,7 @@ pub fn scratch_dir(prefix: &str) -> PathBuf {
 
 /// [`scratch_dir`] in `parent`. The scratch folders that gone processes left (a crash's, or a
 /// stop's cut short) are removed on a thread of its own at the lowest priority: unlinking the
-/// SQL tables of a 1M-row catalog takes some 200 ms, which a start would otherwise spend before
+/// kept exports of a large catalog takes a moment, which a start would otherwise spend before
 /// its first load.
 pub fn scratch_dir_in(parent: &Path, prefix: &str) -> PathBuf {
     let (folder, name) = (parent.to_path_buf(), prefix.to_string());

@@ -158,6 +158,57 @@ pub fn fuel_fold_encoded(df: &DataFrame) -> PolarsResult<Column> {
     Ok(encoded.into_series().into_column())
 }
 
+/// Where loads keep the exports they read (see [`keep_exports_in`]).
+static KEPT_EXPORTS: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// How many kept exports stay in the folder at most (the newest): the one being loaded and the
+/// one the SQL tables have not yet taken.
+const KEPT_AT_MOST: usize = 2;
+
+/// Keeps a copy of every export a load reads in `dir`, named by its version, so that analysts'
+/// SQL reads the very bytes the version was loaded from (the file at `--data` may be replaced
+/// meanwhile). Set once, by the service.
+pub fn keep_exports_in(dir: std::path::PathBuf) {
+    let _ = KEPT_EXPORTS.set(dir);
+}
+
+/// The kept copy of `version`'s export, if there is one.
+pub fn kept_export(version: &str) -> Option<std::path::PathBuf> {
+    let path = KEPT_EXPORTS.get()?.join(format!("{version}.parquet"));
+    path.is_file().then_some(path)
+}
+
+/// Keeps `bytes`, the export of `version` (see [`keep_exports_in`]): written to a temporary name,
+/// renamed into place; the older copies past [`KEPT_AT_MOST`] are removed. A failure is logged
+/// (the SQL tables are then written from the snapshot).
+pub fn keep_export(bytes: &[u8], version: &str) {
+    let Some(dir) = KEPT_EXPORTS.get() else { return };
+    let target = dir.join(format!("{version}.parquet"));
+    if target.is_file() {
+        return;
+    }
+    let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&tmp, bytes))
+        .and_then(|()| std::fs::rename(&tmp, &target));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        tracing::warn!(%version, "cannot keep the export for analysts' SQL: {e}");
+        return;
+    }
+    let mut kept: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    kept.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, old) in kept.into_iter().skip(KEPT_AT_MOST) {
+        let _ = std::fs::remove_file(old);
+    }
+}
+
 /// The dataset version: the first 16 hex digits of a SHA-256 over everything an answer depends
 /// on — the export's bytes, the views' text and the cost configuration (API-CONTRACT §1).
 pub fn version_of(bytes: &[u8], views: &Views) -> String {

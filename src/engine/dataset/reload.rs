@@ -87,7 +87,12 @@ pub fn load_export(
         let started = std::time::Instant::now();
         let bytes = load::read_limited(data, limits.max_bytes)?;
         let (digest, raw) = std::thread::scope(|scope| {
-            let digest = scope.spawn(|| load::export_digest(&bytes));
+            // The export is kept for analysts' SQL on the same core, once its version is known.
+            let digest = scope.spawn(|| {
+                let digest = load::export_digest(&bytes);
+                load::keep_export(&bytes, &load::version_from(&digest, views));
+                digest
+            });
             let raw = load::read_parquet(&bytes, &data.display().to_string(), limits.max_rows);
             (digest.join(), raw)
         });
@@ -119,6 +124,7 @@ pub fn load_export(
         if serving == Some(version.as_str()) {
             return Ok(None);
         }
+        load::keep_export(&bytes, &version);
         if let Some(snapshot) = early.filter(|s| s.info.version == version) {
             return Ok(Some(snapshot));
         }
@@ -226,6 +232,7 @@ fn save_prepared(state: StateDir, version: &str, snapshot: &Snapshot) {
 /// The dataset kept in the state folder, checked and loaded; `Ok(None)` when nothing is kept.
 pub fn load_kept(state: &StateDir, limits: InputLimits) -> Result<Option<Snapshot>, String> {
     let Some(kept) = state.read(limits.max_bytes)? else { return Ok(None) };
+    load::keep_export(&kept.bytes, &kept.version);
     if let Some(mut snapshot) = restore_prepared(state, &kept.version, &kept.path, &kept.views, Origin::State) {
         snapshot.info.source = PathBuf::from(kept.source);
         return Ok(Some(snapshot));

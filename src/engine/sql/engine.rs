@@ -1,54 +1,28 @@
 //! Analysts' SQL on Apache DataFusion, in PostgreSQL's dialect (API-CONTRACT §7), inside a
 //! worker process (see [`super::worker`]).
 //!
-//! A dataset version's tables (`catalog` and every view) are Arrow IPC files that Polars wrote
-//! once; a view's file holds only the columns it does not share with the catalog, row for row
-//! (the worker takes those from the catalog's file). The worker maps them into memory and hands their buffers to DataFusion as record batches
-//! without copying or re-encoding a row: a query reads the pages of the columns it uses, the page
-//! cache is shared by every worker, and the mapped files are not part of a worker's memory budget.
-//! DataFusion's own memory pool has the budget too (no spilling to disk), so an aggregation that
-//! outgrows it stops with a clear reason before the process limit kills the worker.
+//! A dataset version's tables (`catalog` and every view) are read from the version's export,
+//! where it lies (see [`super::tables`]): a query decodes the columns it uses, the page cache is
+//! shared by every worker, and nothing is prepared ahead. DataFusion's own memory pool has the
+//! budget (no spilling to disk), so an aggregation that outgrows it stops with a clear reason
+//! before the process limit kills the worker.
 
 use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{ArrayRef, RecordBatch};
-use datafusion::arrow::buffer::Buffer;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::arrow::ipc::convert::fb_to_schema;
-use datafusion::arrow::ipc::reader::{read_footer_length, FileDecoder};
-use datafusion::arrow::ipc::root_as_footer;
 use datafusion::arrow::ipc::writer::StreamWriter;
-use datafusion::catalog::MemTable;
 use datafusion::error::DataFusionError;
 use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
 use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
-use serde::{Deserialize, Serialize};
-
-/// The layouts of a version's views, beside their files (`layout.json`).
-pub const LAYOUT: &str = "layout.json";
-/// The file of a folder of tables holding each view's defining query (`worker::view_definitions`).
-pub const DEFINITIONS: &str = "definitions.json";
-
-/// How a view's table is stored: its columns in order, and those that are the catalog's own
-/// column of that name, row for row (not written again: the worker reads them from the catalog's
-/// file). A view with other rows than the catalog's shares none.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Layout {
-    pub columns: Vec<String>,
-    pub shared: Vec<String>,
-}
 
 /// The prefix of a described statement's parameter columns (`PARAMETER` + its number).
 pub const PARAMETER: &str = "\u{1e}$";
-
-/// Rows per record batch handed to DataFusion (slices of the files' batches, no copy).
-pub const SLICE_ROWS: usize = 64 * 1024;
 
 /// Why a query gave no rows.
 #[derive(Debug)]
@@ -65,150 +39,39 @@ pub struct Engine {
     runtime: tokio::runtime::Runtime,
     threads: usize,
     memory_bytes: usize,
-    loaded: Option<(PathBuf, SessionContext)>,
+    /// The session of a folder of tables, and whether it maps the tables written ahead.
+    loaded: Option<(PathBuf, bool, SessionContext)>,
 }
 
-/// An IPC file's bytes, mapped: the owner of the buffers of its batches.
-fn map(path: &Path) -> Result<Buffer, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open a table: {e}"))?;
-    // SAFETY: the file is the service's own, written once to a temporary name and renamed into
-    // place; nothing writes it afterwards (a new version gets a folder of its own).
-    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map a table: {e}"))?;
-    let len = mmap.len();
-    let Some(ptr) = NonNull::new(mmap.as_ptr() as *mut u8) else {
-        return Err("cannot map an empty table file".into());
-    };
-    // SAFETY: the pointer and length are the mapping's, and the mapping lives as long as the
-    // buffer (it is the buffer's owner).
-    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(mmap)) })
-}
-
-/// The schema and record batches of a mapped IPC file (no copy: their buffers are the map's).
-fn decode(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
-    let bad = |what: &str| format!("a table file is damaged ({what})");
-    let buffer = map(path)?;
-    if buffer.len() < 10 {
-        return Err(bad("too short"));
-    }
-    let trailer = buffer.len() - 10;
-    let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| bad("trailer"))?;
-    let footer_len = read_footer_length(tail).map_err(|e| bad(&e.to_string()))?;
-    let footer_start = trailer.checked_sub(footer_len).ok_or_else(|| bad("footer"))?;
-    let footer = root_as_footer(&buffer[footer_start..trailer]).map_err(|e| bad(&e.to_string()))?;
-    let schema = Arc::new(fb_to_schema(footer.schema().ok_or_else(|| bad("no schema"))?));
-    // SAFETY: validation is skipped because the file is the service's own output (see `map`),
-    // written by Polars from checked columns; validating would read every page of every column at
-    // each worker's first query.
-    let mut decoder = unsafe { FileDecoder::new(Arc::clone(&schema), footer.version()).with_skip_validation(true) };
-    let block_of = |block: &datafusion::arrow::ipc::Block| -> Result<Buffer, String> {
-        let start = usize::try_from(block.offset()).map_err(|_| bad("block"))?;
-        let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-        if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
-            return Err(bad("block out of bounds"));
-        }
-        Ok(buffer.slice_with_length(start, len))
-    };
-    for block in footer.dictionaries().iter().flatten() {
-        decoder.read_dictionary(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))?;
-    }
-    let mut batches = Vec::new();
-    for block in footer.recordBatches().iter().flatten() {
-        if let Some(batch) = decoder.read_record_batch(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))? {
-            batches.push(batch);
-        }
-    }
-    Ok((schema, batches))
-}
-
-/// Record batches with the first row of each (in the table).
-struct Rows {
-    schema: SchemaRef,
-    batches: Vec<RecordBatch>,
-    starts: Vec<usize>,
-}
-
-impl Rows {
-    fn new((schema, batches): (SchemaRef, Vec<RecordBatch>)) -> Rows {
-        let mut starts = Vec::with_capacity(batches.len());
-        let mut n = 0;
-        for b in &batches {
-            starts.push(n);
-            n += b.num_rows();
-        }
-        Rows { schema, batches, starts }
-    }
-
-    fn len(&self) -> usize {
-        self.batches.iter().map(RecordBatch::num_rows).sum()
-    }
-
-    /// Rows `start..start + len`, within one batch (the segments are cut at every batch's end).
-    fn slice(&self, start: usize, len: usize) -> RecordBatch {
-        let i = self.starts.partition_point(|&s| s <= start).saturating_sub(1);
-        self.batches[i].slice(start - self.starts[i], len)
-    }
-}
-
-/// A table of the version: its own file's columns, and the columns it shares with the catalog
-/// (`layout`) taken from the catalog's file, row for row; cut into slices of at most
-/// [`SLICE_ROWS`] rows dealt into `partitions` partitions.
-fn table(own: &Rows, catalog: Option<&Rows>, layout: Option<&Layout>, partitions: usize) -> Result<MemTable, String> {
-    let shared: &[String] = layout.map(|l| l.shared.as_slice()).unwrap_or_default();
-    let catalog = catalog.filter(|_| !shared.is_empty());
-    let own_columns = own.schema.fields().len();
-    let rows = match catalog {
-        Some(c) if own_columns == 0 => c.len(),
-        Some(c) if c.len() != own.len() => return Err("a view's rows do not match the catalog's".into()),
-        _ => own.len(),
-    };
-    // Where every slice ends: each batch's end in either file, and every SLICE_ROWS rows.
-    let mut ends: Vec<usize> = (1..=rows.div_ceil(SLICE_ROWS)).map(|k| (k * SLICE_ROWS).min(rows)).collect();
-    let mut cut = |r: &Rows| ends.extend(r.starts.iter().skip(1).copied());
-    if own_columns > 0 {
-        cut(own);
-    }
-    if let Some(c) = catalog {
-        cut(c);
-    }
-    ends.sort_unstable();
-    ends.dedup();
-    // The columns in the view's order, each from its file.
-    let names: Vec<String> = match layout {
-        Some(l) => l.columns.clone(),
-        None => own.schema.fields().iter().map(|f| f.name().clone()).collect(),
-    };
-    let mut sources = Vec::with_capacity(names.len());
-    let mut fields = Vec::with_capacity(names.len());
-    for name in &names {
-        let (from_catalog, rows_of) = match catalog {
-            Some(c) if shared.contains(name) => (true, c),
-            _ => (false, own),
-        };
-        let index = rows_of.schema.index_of(name).map_err(|_| format!("a table file lacks the column {name}"))?;
-        fields.push(rows_of.schema.field(index).clone());
-        sources.push((from_catalog, index));
-    }
-    let schema = Arc::new(Schema::new(fields));
-    let mut parts: Vec<Vec<RecordBatch>> = vec![Vec::new(); partitions.max(1)];
-    let count = parts.len();
-    let mut start = 0;
-    for (k, end) in ends.into_iter().enumerate() {
-        let len = end - start;
-        let own_slice = (own_columns > 0).then(|| own.slice(start, len));
-        let catalog_slice = catalog.map(|c| c.slice(start, len));
-        let columns: Vec<ArrayRef> = sources
-            .iter()
-            .map(|(from_catalog, index)| match (from_catalog, &catalog_slice, &own_slice) {
-                (true, Some(c), _) => Arc::clone(c.column(*index)),
-                (_, _, Some(o)) => Arc::clone(o.column(*index)),
-                _ => unreachable!("a column comes from a file that has rows"),
-            })
-            .collect();
-        let batch = RecordBatch::try_new(Arc::clone(&schema), columns).map_err(|e| e.to_string())?;
-        parts[k % count].push(batch);
-        start = end;
-    }
-    MemTable::try_new(schema, parts).map_err(|e| e.to_string())
+/// A session in PostgreSQL's dialect and semantics, on `partitions` partitions, within
+/// `memory_bytes` (no tables yet).
+pub fn context(partitions: usize, memory_bytes: usize) -> Result<SessionContext, String> {
+    let config = SessionConfig::new()
+        .with_target_partitions(partitions)
+        .with_information_schema(false)
+        .with_default_catalog_and_schema("eco", "public")
+        .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
+        .set_str("datafusion.sql_parser.default_null_ordering", "nulls_max")
+        .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
+        .set_str("datafusion.execution.time_zone", "UTC")
+        // The export's text read as plain UTF-8 arrays (the types the catalog offers).
+        .set_str("datafusion.execution.parquet.schema_force_view_types", "false");
+    // Three quarters of the budget for DataFusion's own accounting: what it does not count
+    // (batches in flight, the answer) fits in the rest before the process limit.
+    let pool = TrackConsumersPool::new(
+        GreedyMemoryPool::new(memory_bytes / 4 * 3),
+        std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+    );
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(pool))
+        .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
+        .build_arc()
+        .map_err(|e| e.to_string())?;
+    let state =
+        SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
+    let ctx = SessionContext::new_with_state(state);
+    super::postgres::install(&ctx);
+    Ok(ctx)
 }
 
 impl Engine {
@@ -224,70 +87,22 @@ impl Engine {
 
     /// A session over the tables in `dir`, in PostgreSQL's dialect and semantics.
     fn session(&self, dir: &Path, tables: &[String]) -> Result<SessionContext, String> {
-        let config = SessionConfig::new()
-            .with_target_partitions(self.threads)
-            .with_information_schema(false)
-            .with_default_catalog_and_schema("eco", "public")
-            .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
-            .set_str("datafusion.sql_parser.default_null_ordering", "nulls_max")
-            .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
-            .set_str("datafusion.execution.time_zone", "UTC");
-        // Three quarters of the budget for DataFusion's own accounting: what it does not count
-        // (batches in flight, the answer) fits in the rest before the process limit.
-        let pool = TrackConsumersPool::new(
-            GreedyMemoryPool::new(self.memory_bytes / 4 * 3),
-            std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
-        );
-        let runtime = RuntimeEnvBuilder::new()
-            .with_memory_pool(Arc::new(pool))
-            .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
-            .build_arc()
-            .map_err(|e| e.to_string())?;
-        let state =
-            SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
-        let ctx = SessionContext::new_with_state(state);
-        super::postgres::install(&ctx);
-        let layouts: std::collections::BTreeMap<String, Layout> = match std::fs::read(dir.join(LAYOUT)) {
-            Ok(text) => serde_json::from_slice(&text).map_err(|e| format!("the tables' layout is damaged: {e}"))?,
-            Err(_) => Default::default(),
-        };
-        // Older folders of tables have no definitions: their views are listed without one.
-        let mut definitions: std::collections::BTreeMap<String, String> = std::fs::read(dir.join(DEFINITIONS))
-            .ok()
-            .and_then(|text| serde_json::from_slice(&text).ok())
-            .unwrap_or_default();
-        let catalog = Rows::new(decode(&dir.join("catalog.arrow"))?);
-        let mut offered = Vec::with_capacity(tables.len());
-        for name in tables {
-            let (table, rows) = if name == "catalog" {
-                (table(&catalog, None, None, self.threads)?, catalog.len())
-            } else {
-                let own = Rows::new(decode(&dir.join(format!("{name}.arrow")))?);
-                let rows = if own.schema.fields().is_empty() { catalog.len() } else { own.len() };
-                (table(&own, Some(&catalog), layouts.get(name), self.threads)?, rows)
-            };
-            let schema = datafusion::catalog::TableProvider::schema(&table);
-            offered.push(super::pg_catalog::Offered {
-                name: name.clone(),
-                schema,
-                rows,
-                view: name != "catalog",
-                definition: definitions.remove(name),
-            });
-            ctx.register_table(name.as_str(), Arc::new(table)).map_err(|e| e.to_string())?;
-        }
+        let ctx = context(self.threads, self.memory_bytes)?;
+        let offered = self.runtime.block_on(super::tables::register(&ctx, dir, tables, self.threads))?;
         super::pg_catalog::install(&ctx, &offered)?;
         Ok(ctx)
     }
 
-    /// The session over the tables in `dir` (kept for the next queries on the same version).
+    /// The session over the tables in `dir` (kept for the next queries on the same version, until
+    /// its tables written ahead are complete: then a session maps them).
     fn loaded(&mut self, dir: &Path, tables: &[String]) -> Result<SessionContext, Failure> {
-        if self.loaded.as_ref().is_none_or(|(d, _)| d != dir) {
+        let written = dir.join(super::mapped::WRITTEN).is_dir();
+        if self.loaded.as_ref().is_none_or(|(d, w, _)| d != dir || *w != written) {
             self.loaded = None;
             let ctx = self.session(dir, tables).map_err(Failure::Invalid)?;
-            self.loaded = Some((dir.to_path_buf(), ctx));
+            self.loaded = Some((dir.to_path_buf(), written, ctx));
         }
-        self.loaded.as_ref().map(|(_, ctx)| ctx.clone()).ok_or_else(|| Failure::Invalid("no tables".into()))
+        self.loaded.as_ref().map(|(_, _, ctx)| ctx.clone()).ok_or_else(|| Failure::Invalid("no tables".into()))
     }
 
     /// Plans `sql` (with `$n` parameters) without running it: an Arrow IPC stream with no rows

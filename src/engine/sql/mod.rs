@@ -14,6 +14,7 @@
 
 pub mod engine;
 pub mod lateral;
+pub mod mapped;
 pub mod names;
 pub mod numeric;
 pub mod pg_catalog;
@@ -21,6 +22,7 @@ pub mod postgres;
 pub mod query;
 pub mod rewrite;
 pub mod sandbox;
+pub mod tables;
 pub mod worker;
 
 use std::time::Duration;

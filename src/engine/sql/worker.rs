@@ -1,7 +1,8 @@
 //! Analysts' queries in processes of their own: the worker's side (`eco-insights sql-worker`,
 //! answering framed requests on standard input with Arrow IPC streams on standard output, see
-//! [`serve_worker`]) and the service's side ([`Runner`]), which writes a dataset version's tables
-//! once, keeps warm workers, waits at most the time limit and kills a worker past it.
+//! [`run_worker`]) and the service's side ([`Runner`]), which gives each dataset version a folder
+//! (the export its load kept, the views' statements: see [`super::tables`]), keeps warm workers,
+//! waits at most the time limit and kills a worker past it.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -12,10 +13,10 @@ use std::time::{Duration, Instant};
 use datafusion::arrow::array::RecordBatch as ArrowBatch;
 use datafusion::arrow::datatypes::Schema as ArrowSchema;
 use polars::prelude::*;
-use polars::sql::SQLContext;
 use serde::{Deserialize, Serialize};
 
-use super::engine::{Engine, Failure, Layout, Piece, DEFINITIONS, LAYOUT, SLICE_ROWS};
+use super::engine::{Engine, Failure, Piece};
+use super::tables::{created_table, defining_query, Statements, EXPORT, STATEMENTS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -84,25 +85,10 @@ pub enum Outcome {
     TooExpensive(Limit, String),
     /// Every worker slot is taken.
     Busy,
-    /// The dataset version's tables are still being written (a large dataset's first query):
-    /// retry after about this many seconds.
-    Preparing(u64),
     /// The worker could not run (the reason is logged).
     Failed(String),
     /// Cancelled by the client while it ran (its worker stopped).
     Cancelled,
-}
-
-/// A view statement's created table: its name (unquoted, in lower case) and what follows
-/// `CREATE TABLE name` (`AS query`); `None` for another statement.
-fn created_table(stmt: &str) -> Option<(String, &str)> {
-    let mut words = stmt.split_whitespace();
-    let (create, table, name) = (words.next()?, words.next()?, words.next()?);
-    if !create.eq_ignore_ascii_case("create") || !table.eq_ignore_ascii_case("table") {
-        return None;
-    }
-    let rest = &stmt[stmt.find(name)? + name.len()..];
-    Some((name.trim_matches('"').to_lowercase(), rest.trim_start()))
 }
 
 /// The defining query of every table the views create, by name (the text after
@@ -112,9 +98,7 @@ pub fn view_definitions(views: &Views) -> std::collections::BTreeMap<String, Str
     let mut out = std::collections::BTreeMap::new();
     for (_, stmt) in &views.statements {
         let Some((name, rest)) = created_table(stmt) else { continue };
-        let Some(query) = rest.get(..2).filter(|w| w.eq_ignore_ascii_case("as")).map(|_| rest[2..].trim()) else {
-            continue;
-        };
+        let Some(query) = defining_query(rest) else { continue };
         out.entry(name).or_insert_with(|| format!(" {query};"));
     }
     out
@@ -259,57 +243,6 @@ pub fn catalog_frame(snapshot: &Snapshot) -> PolarsResult<DataFrame> {
     Ok(df)
 }
 
-/// `frame` with its dictionary-encoded text columns as text.
-fn as_text(frame: DataFrame) -> PolarsResult<DataFrame> {
-    let columns = frame
-        .columns()
-        .iter()
-        .map(|c| match c.dtype() {
-            DataType::Categorical(_, _) | DataType::Enum(_, _) => c.cast(&DataType::String),
-            _ => Ok(c.clone()),
-        })
-        .collect::<PolarsResult<Vec<_>>>()?;
-    DataFrame::new_infer_height(columns)
-}
-
-/// Writes `frame` to `path` as an uncompressed Arrow IPC file, text as large UTF-8 (buffers
-/// whose alignment every Arrow reader takes as it is, so the worker maps them without a copy), in
-/// record batches of [`SLICE_ROWS`] rows: each is converted and written in turn, so the text's
-/// conversion never holds more than one batch's copy (a whole 1M-row catalog converted at once
-/// held some 580 MB more).
-fn write_ipc(path: &Path, frame: &DataFrame) -> Result<(), String> {
-    let failed = |e: PolarsError| format!("cannot write a table file: {e}");
-    let mut batches = frame.slice(0, SLICE_ROWS.min(frame.height()));
-    let mut at = SLICE_ROWS;
-    while at < frame.height() {
-        batches.vstack_mut(&frame.slice(at as i64, SLICE_ROWS)).map_err(failed)?;
-        at += SLICE_ROWS;
-    }
-    let file = std::fs::File::create(path).map_err(|e| format!("cannot create a table file: {e}"))?;
-    let mut writer = std::io::BufWriter::with_capacity(1 << 20, file);
-    IpcWriter::new(&mut writer).with_compat_level(CompatLevel::oldest()).finish(&mut batches).map_err(failed)?;
-    writer.flush().map_err(|e| format!("cannot write a table file: {e}"))
-}
-
-/// `view` without the columns it shares with `catalog`, and its layout.
-fn split_shared(view: &DataFrame, catalog: &DataFrame) -> PolarsResult<(DataFrame, Layout)> {
-    let mut layout = Layout::default();
-    let mut own = Vec::new();
-    for column in view.columns() {
-        let name = column.name().to_string();
-        layout.columns.push(name.clone());
-        let same = view.height() == catalog.height()
-            && catalog.column(&name).is_ok_and(|c| c.dtype() == column.dtype() && c.equals_missing(column));
-        if same {
-            layout.shared.push(name);
-        } else {
-            own.push(column.clone());
-        }
-    }
-    let own = if own.is_empty() { DataFrame::empty() } else { DataFrame::new_infer_height(own)? };
-    Ok((own, layout))
-}
-
 /// A folder being written by a process that is gone, or another version's folder.
 fn stale(name: &str, keep: &str) -> bool {
     match name.strip_prefix('.') {
@@ -323,50 +256,41 @@ fn stale(name: &str, keep: &str) -> bool {
     }
 }
 
-/// Writes the tables of `snapshot` (`catalog`, then every table the views create, computed by
-/// Polars from it) into the folder `target` in `dir`: into a temporary folder first, renamed into
-/// place once every file is complete, so a folder of tables is never half-written. Removes the
-/// other versions' folders and the temporary folders of processes that are gone.
-fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), String> {
+/// Makes the folder `target` in `dir` of `snapshot`'s tables: its export (the copy the load
+/// kept, moved in; written from the snapshot when none was kept) and its views' statements. In a
+/// temporary folder first, renamed into place once complete, so a folder is never half-made.
+/// Removes the other versions' folders and the temporary folders of processes that are gone.
+fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), String> {
     let version = &snapshot.info.version;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    let written = (|| {
+    let made = (|| {
         std::fs::create_dir_all(&tmp).map_err(|e| format!("cannot create a folder of tables: {e}"))?;
-        let catalog = catalog_frame(snapshot).map_err(|e| e.to_string())?;
-        write_ipc(&tmp.join("catalog.arrow"), &catalog)?;
+        let export = tmp.join(EXPORT);
+        let moved = crate::engine::dataset::load::kept_export(version)
+            .is_some_and(|kept| std::fs::rename(&kept, &export).is_ok() || std::fs::copy(&kept, &export).is_ok());
+        if !moved {
+            write_export(&export, snapshot)?;
+        }
         let views = &snapshot.info.views;
-        let mut ctx = SQLContext::new().with_function_registry(crate::engine::dataset::publish::sql_functions());
-        ctx.register("catalog", catalog.clone().lazy());
-        for (_, stmt) in &views.statements {
-            let _ = ctx.execute(stmt).map_err(|e| format!("cannot compute the views: {e}"))?;
-        }
-        let mut layouts = std::collections::BTreeMap::new();
-        for name in offered_tables(views).iter().skip(1) {
-            let (own, layout) = ctx
-                .execute(&format!("SELECT * FROM \"{name}\""))
-                .and_then(|f| f.collect())
-                .and_then(as_text)
-                .and_then(|frame| split_shared(&frame, &catalog))
-                .map_err(|e| format!("cannot compute the view {name}: {e}"))?;
-            write_ipc(&tmp.join(format!("{name}.arrow")), &own)?;
-            layouts.insert(name.clone(), layout);
-        }
-        let text = serde_json::to_vec(&layouts).map_err(|e| e.to_string())?;
-        std::fs::write(tmp.join(LAYOUT), text).map_err(|e| format!("cannot write the tables' layout: {e}"))?;
-        let text = serde_json::to_vec(&view_definitions(views)).map_err(|e| e.to_string())?;
-        std::fs::write(tmp.join(DEFINITIONS), text).map_err(|e| format!("cannot write the views' definitions: {e}"))?;
+        let statements = Statements {
+            statements: views.statements.iter().map(|(_, stmt)| stmt.clone()).collect(),
+            definitions: view_definitions(views),
+        };
+        let text = serde_json::to_vec(&statements).map_err(|e| e.to_string())?;
+        std::fs::write(tmp.join(STATEMENTS), text).map_err(|e| format!("cannot write the views: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
     })();
-    if let Err(e) = written {
+    if let Err(e) = made {
         let _ = std::fs::remove_dir_all(&tmp);
-        return Err(format!("cannot write the SQL tables: {e}"));
+        return Err(format!("cannot prepare the SQL tables: {e}"));
     }
     let keep = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     if let Ok(entries) = std::fs::read_dir(dir) {
         for entry in entries.flatten() {
-            if stale(&entry.file_name().to_string_lossy(), &keep) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name != EXPORTS && stale(&name, &keep) {
                 let _ = std::fs::remove_dir_all(entry.path());
                 let _ = std::fs::remove_file(entry.path());
             }
@@ -374,6 +298,29 @@ fn write_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), St
     }
     Ok(())
 }
+
+/// Writes the export of a snapshot whose load kept no copy (a snapshot built from bytes in
+/// memory): its `catalog` (ids and typed columns) as Parquet, which the worker types as it types
+/// any export.
+fn write_export(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
+    let mut frame = catalog_frame(snapshot).map_err(|e| format!("cannot write the export: {e}"))?;
+    let file = std::fs::File::create(path).map_err(|e| format!("cannot write the export: {e}"))?;
+    ParquetWriter::new(file).finish(&mut frame).map_err(|e| format!("cannot write the export: {e}"))?;
+    Ok(())
+}
+
+/// Stops the process `pid` (a child of this one).
+fn stop_process(pid: u32) {
+    #[cfg(unix)]
+    // SAFETY: a plain signal to a child process this process started.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
+/// The folder of the exports the loads keep, in the folder of tables (see
+/// [`crate::engine::dataset::load::keep_exports_in`]).
+const EXPORTS: &str = "exports";
 
 /// A warm worker kept between queries, with the catalog file it has loaded.
 struct Warm {
@@ -401,11 +348,10 @@ pub struct Runner {
     running: Arc<Mutex<usize>>,
     /// The folder of the tables' folders (one per dataset version, the latest kept).
     dir: PathBuf,
-    /// Serialises writing a version's tables.
-    writing: std::sync::Arc<Mutex<()>>,
-    /// The versions whose tables a background thread was started for, and why the last write of
-    /// a version failed.
-    preparing: std::sync::Arc<Mutex<std::collections::HashMap<String, Option<String>>>>,
+    /// Serialises making a version's folder of tables.
+    writing: Mutex<()>,
+    /// The process writing a version's tables ahead, if one was started (its id).
+    ahead: Arc<Mutex<Option<u32>>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
     /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
@@ -581,7 +527,7 @@ impl Runner {
             running: Default::default(),
             dir,
             writing: Default::default(),
-            preparing: Default::default(),
+            ahead: Default::default(),
             program,
         }
     }
@@ -591,6 +537,9 @@ impl Runner {
     /// left for the next start to remove. A table being written meanwhile fails to finish; its
     /// folder is removed by the next start (its process gone).
     pub fn remove_scratch(&self) {
+        if let Some(pid) = self.ahead.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            stop_process(pid);
+        }
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|e| e.into_inner()));
         idle.into_iter().for_each(Warm::stop);
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -603,72 +552,92 @@ impl Runner {
         self.limits
     }
 
-    /// The folder of `snapshot`'s version's tables, written on first use by a thread of its own
-    /// (older versions' folders are removed then), waited for until `deadline`: `Ok(None)` when
-    /// it is still being written then (the write goes on; a later query finds it).
-    fn tables_dir(&self, snapshot: &Arc<Snapshot>, deadline: Instant) -> Result<Option<PathBuf>, String> {
-        let version = snapshot.info.version.clone();
-        let path = self.dir.join(&version);
+    /// The folder where loads keep the exports they read, for the versions' tables.
+    pub fn exports_dir(&self) -> PathBuf {
+        self.dir.join(EXPORTS)
+    }
+
+    /// The folder of `snapshot`'s version's tables, made on first use (in milliseconds: the kept
+    /// export is moved in; older versions' folders are removed then).
+    fn tables_dir(&self, snapshot: &Snapshot) -> Result<PathBuf, String> {
+        let path = self.dir.join(&snapshot.info.version);
         if path.is_dir() {
-            return Ok(Some(path));
+            return Ok(path);
         }
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if !path.is_dir() {
+            make_tables(&self.dir, snapshot, &path)?;
+            if snapshot.info.rows <= super::mapped::AHEAD_MAX_ROWS {
+                self.write_ahead(&path, offered_tables(&snapshot.info.views));
+            }
+        }
+        Ok(path)
+    }
+
+    /// Starts writing the tables of the version folder `path` ahead, in a process of its own at
+    /// the idle priority (the one writing an older version's is stopped); its end is logged.
+    fn write_ahead(&self, path: &Path, tables: Vec<String>) {
+        let mut command = Command::new(&self.program);
+        command.arg("sql-tables").arg(path).args(&tables).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        #[cfg(unix)]
         {
-            let mut preparing = self.preparing.lock().unwrap_or_else(|e| e.into_inner());
-            match preparing.get(&version) {
-                Some(Some(failed)) => {
-                    let failed = failed.clone();
-                    // The next query tries again.
-                    preparing.remove(&version);
-                    return Err(failed);
-                }
-                Some(None) => {}
-                None => {
-                    preparing.insert(version.clone(), None);
-                    let (dir, writing, states) =
-                        (self.dir.clone(), Arc::clone(&self.writing), Arc::clone(&self.preparing));
-                    let snapshot = Arc::clone(snapshot);
-                    let (target, v) = (path.clone(), version.clone());
-                    let spawned = std::thread::Builder::new().name("eco-sql-tables".into()).spawn(move || {
-                        let written = {
-                            let _one = writing.lock().unwrap_or_else(|e| e.into_inner());
-                            if target.is_dir() {
-                                Ok(())
-                            } else {
-                                write_tables(&dir, &snapshot, &target)
-                            }
-                        };
-                        let mut states = states.lock().unwrap_or_else(|e| e.into_inner());
-                        match written {
-                            Ok(()) => drop(states.remove(&v)),
-                            Err(e) => drop(states.insert(v, Some(e))),
-                        }
-                    });
-                    if let Err(e) = spawned {
-                        preparing.remove(&version);
-                        return Err(format!("cannot start writing the SQL tables: {e}"));
+            use std::os::unix::process::CommandExt;
+            // SAFETY: only async-signal-safe calls between fork and exec.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+                    #[cfg(target_os = "linux")]
+                    {
+                        let param = libc::sched_param { sched_priority: 0 };
+                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
                     }
-                }
+                    Ok(())
+                });
             }
         }
-        loop {
-            if path.is_dir() {
-                return Ok(Some(path));
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pid) = ahead.take() {
+            stop_process(pid);
+        }
+        let child = match command.spawn() {
+            Ok(child) => child,
+            Err(e) => return tracing::warn!("cannot start writing the SQL tables ahead: {e}"),
+        };
+        *ahead = Some(child.id());
+        let (slot, version) = (Arc::clone(&self.ahead), path.file_name().map(|n| n.to_string_lossy().into_owned()));
+        let started = Instant::now();
+        let waited = std::thread::Builder::new().name("eco-sql-ahead".into()).spawn(move || {
+            let pid = child.id();
+            let output = child.wait_with_output();
+            let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if *slot == Some(pid) {
+                *slot = None;
             }
-            if let Some(Some(_)) = self.preparing.lock().unwrap_or_else(|e| e.into_inner()).get(&version) {
-                return self.tables_dir(snapshot, deadline);
+            match output {
+                Ok(o) if o.status.success() => tracing::info!(
+                    version = version.as_deref().unwrap_or_default(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "SQL tables written ahead"
+                ),
+                Ok(o) => tracing::warn!(
+                    version = version.as_deref().unwrap_or_default(),
+                    "the SQL tables were not written ahead ({}): {}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ),
+                Err(e) => tracing::warn!("the SQL tables were not written ahead: {e}"),
             }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        });
+        if let Err(e) = waited {
+            tracing::warn!("cannot watch the process writing the SQL tables ahead: {e}");
         }
     }
 
-    /// Starts writing the tables of `snapshot`'s version in the background (if they are not
-    /// written or being written), so the first query of a version does not wait for them.
+    /// Makes the folder of `snapshot`'s version's tables as soon as it serves, so the export the
+    /// load kept does not wait in the folder of exports.
     pub fn prepare(&self, snapshot: &Arc<Snapshot>) {
-        if let Err(e) = self.tables_dir(snapshot, Instant::now()) {
-            tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be written ahead: {e}");
+        if let Err(e) = self.tables_dir(snapshot) {
+            tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}");
         }
     }
 
@@ -728,7 +697,7 @@ impl Runner {
     ) -> Result<Answer, Outcome> {
         let _slot = self.slot()?;
         let started = Instant::now();
-        let request = self.request(snapshot, sql, started, |r| {
+        let request = self.request(snapshot, sql, |r| {
             r.describe = describe;
             r.answer_file = self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string()));
         })?;
@@ -743,7 +712,7 @@ impl Runner {
     pub fn ask_stream(self: &Arc<Self>, snapshot: &Arc<Snapshot>, sql: &str) -> Result<Streaming, Outcome> {
         let slot = self.slot()?;
         let started = Instant::now();
-        let request = self.request(snapshot, sql, started, |r| r.stream = true)?;
+        let request = self.request(snapshot, sql, |r| r.stream = true)?;
         let mut warm = self.send(&request)?;
         let deadline = started + self.limits.timeout;
         match self.receive(&mut warm, deadline, None) {
@@ -769,21 +738,14 @@ impl Runner {
         Ok(Slot(Arc::clone(&self.running)))
     }
 
-    /// The request for `sql` on `snapshot`'s tables (waited for until the time limit from
-    /// `started`), as `shape` completes it.
+    /// The request for `sql` on `snapshot`'s tables, as `shape` completes it.
     fn request(
         &self,
         snapshot: &Arc<Snapshot>,
         sql: &str,
-        started: Instant,
         shape: impl FnOnce(&mut Request),
     ) -> Result<Request, Outcome> {
-        let tables_dir = match self.tables_dir(snapshot, started + self.limits.timeout) {
-            Ok(Some(p)) => p,
-            // Written at some 200 MB/s: the rest of a large dataset's tables take seconds.
-            Ok(None) => return Err(Outcome::Preparing(5)),
-            Err(e) => return Err(Outcome::Failed(e)),
-        };
+        let tables_dir = self.tables_dir(snapshot).map_err(Outcome::Failed)?;
         let mut request = Request {
             tables_dir,
             tables: offered_tables(&snapshot.info.views),
@@ -1064,30 +1026,30 @@ fn widen_pipe(pipe: &std::process::ChildStdout) {
 mod tests {
     use super::*;
 
-    /// A table file is written in batches of `SLICE_ROWS` rows and reads back as the same rows.
+    /// A snapshot whose load kept no export gets one written from its catalog, with its views'
+    /// statements; the folder replaces the other versions' and spares the folder of exports.
     #[test]
-    fn table_files_are_written_in_batches_and_read_back_whole() {
-        let rows = 2 * SLICE_ROWS + 123;
-        let text: Vec<Option<String>> = (0..rows).map(|i| (i % 7 != 0).then(|| format!("modelo {i}"))).collect();
-        let value: Vec<Option<f64>> = (0..rows).map(|i| (i % 5 != 0).then_some(i as f64 / 3.0)).collect();
-        let frame =
-            DataFrame::new_infer_height(vec![Column::new("modelo".into(), text), Column::new("v".into(), value)])
-                .unwrap();
+    fn a_folder_of_tables_holds_the_export_and_the_views() {
+        let mut df = crate::sample::generate_catalog(200, 7).unwrap();
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
+        let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        let views = Views::read(&queries, &crate::engine::dataset::views::CostConfig::default()).unwrap();
+        let snapshot = crate::engine::load::load_bytes(&bytes, Path::new("generated.parquet"), &views).unwrap();
         let dir = tempfile_dir();
-        let path = dir.join("t.arrow");
-        write_ipc(&path, &frame).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        let reader = datafusion::arrow::ipc::reader::FileReader::try_new(file, None).unwrap();
-        assert_eq!(reader.num_batches(), 3, "batches of SLICE_ROWS rows");
-        let back = IpcReader::new(std::fs::File::open(&path).unwrap()).finish().unwrap();
-        assert_eq!(back.height(), rows);
-        assert!(back
-            .column("modelo")
-            .unwrap()
-            .cast(&DataType::String)
-            .unwrap()
-            .equals_missing(frame.column("modelo").unwrap()));
-        assert!(back.column("v").unwrap().equals_missing(frame.column("v").unwrap()));
+        std::fs::create_dir_all(dir.join(EXPORTS)).unwrap();
+        std::fs::create_dir_all(dir.join("an-older-version")).unwrap();
+        let target = dir.join(&snapshot.info.version);
+        make_tables(&dir, &snapshot, &target).unwrap();
+        let export = std::fs::File::open(target.join(EXPORT)).unwrap();
+        let written = ParquetReader::new(export).finish().unwrap();
+        assert_eq!(written.height(), 200);
+        assert_eq!(written.column("id").unwrap().str().unwrap().get(0), Some(snapshot.id_at(0).to_string().as_str()));
+        let statements: Statements = serde_json::from_slice(&std::fs::read(target.join(STATEMENTS)).unwrap()).unwrap();
+        assert_eq!(statements.statements.len(), views.statements.len());
+        assert!(statements.definitions.contains_key("vw_eco_score"));
+        assert!(!dir.join("an-older-version").exists(), "other versions' folders are removed");
+        assert!(dir.join(EXPORTS).is_dir(), "the folder of exports stays");
         let _ = std::fs::remove_dir_all(dir);
     }
 

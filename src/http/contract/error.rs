@@ -39,8 +39,6 @@ pub enum ApiError {
     Overloaded,
     /// 503: the request took longer than the request timeout (milliseconds).
     Timeout(u64),
-    /// 503: the dataset's SQL catalog is still being prepared; retry after this many seconds.
-    Preparing(u64),
 }
 
 /// `error` member of the failure envelope.
@@ -98,7 +96,7 @@ impl ApiError {
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) | ApiError::Preparing(_) => {
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
         }
@@ -119,7 +117,7 @@ impl ApiError {
             ApiError::RateLimited(_) => "RATE_LIMITED",
             ApiError::HeadersTooLarge(_) => "HEADERS_TOO_LARGE",
             ApiError::Internal => "INTERNAL_ERROR",
-            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) | ApiError::Preparing(_) => {
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => {
                 "SERVICE_UNAVAILABLE"
             }
         }
@@ -152,9 +150,6 @@ impl ApiError {
                 "Servidor sobrecarregado: limite de requisições simultâneas atingido; tente novamente em 1 s".into()
             }
             ApiError::Timeout(ms) => format!("A requisição excedeu o tempo limite de {ms} ms; tente novamente"),
-            ApiError::Preparing(secs) => format!(
-                "O catálogo desta versão dos dados ainda está sendo preparado para consultas SQL; tente novamente em {secs} s"
-            ),
         }
     }
 
@@ -191,7 +186,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut res = (self.status(), axum::Json(self.body())).into_response();
         match self {
-            ApiError::RateLimited(secs) | ApiError::Preparing(secs) => {
+            ApiError::RateLimited(secs) => {
                 res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             ApiError::Overloaded => {

@@ -138,7 +138,6 @@ async fn answer(
         Outcome::Invalid(m) => return Err(ApiError::validation(format!("Consulta SQL inválida: {m}"))),
         Outcome::TooExpensive(_, m) => return Err(ApiError::QueryTooExpensive(m)),
         Outcome::Busy => return Err(ApiError::Overloaded),
-        Outcome::Preparing(secs) => return Err(ApiError::Preparing(secs)),
         Outcome::Failed(m) => return Err(ApiError::internal(m)),
         // Only the PostgreSQL door cancels a query.
         Outcome::Cancelled => return Err(ApiError::QueryTooExpensive("a consulta foi cancelada".into())),
