@@ -498,3 +498,65 @@ fn scratch_folders_go_with_the_service_and_leftovers_are_removed() {
         assert!(!answers.exists(), "{} is left after the service stopped", answers.display());
     }
 }
+
+/// An analyst's own view in `queries/` is answered alike from the export and, once they are
+/// written ahead, from the mapped tables: a column it redefines under a catalog column's name
+/// keeps its own values (it is not taken for the catalog's), and a view with other rows than
+/// the catalog's keeps them.
+#[test]
+fn an_analysts_view_is_answered_alike_before_and_after_the_tables_are_written() {
+    let dir = temp_dir("sql-own-view");
+    let queries = dir.join("queries");
+    std::fs::create_dir_all(&queries).unwrap();
+    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
+    }
+    std::fs::write(
+        queries.join("03_vw_marcas.sql"),
+        "CREATE TABLE vw_marcas AS SELECT id, UPPER(marca) AS marca, ano FROM catalog WHERE ano >= 2019;\n\
+         CREATE TABLE vw_renomeada AS SELECT *, modelo AS versao_modelo FROM vw_metrics;\n\
+         CREATE TABLE vw_maiusculas AS SELECT id, LOWER(modelo) AS modelo FROM catalog;\n",
+    )
+    .unwrap();
+    let data = dir.join("catalog.parquet");
+    write_rows(&fixture(), &data);
+    let app = TestApp::serve(&dir, &data, &["--queries", queries.to_str().unwrap()]);
+    let ask = |sql: &str| {
+        let (status, body) = post(&app, sql);
+        assert_eq!(status, 200, "{sql}: {body}");
+        rows_of(&body)
+    };
+    let expected_marcas: Vec<Value> = {
+        let mut rows: Vec<(String, String)> = fixture()
+            .iter()
+            .filter(|r| r.ano >= 2019)
+            .map(|r| (r.id.clone().unwrap(), r.marca.to_uppercase()))
+            .collect();
+        rows.sort();
+        rows.into_iter().map(|(id, marca)| json!({"id": id, "marca": marca})).collect()
+    };
+    assert!(!expected_marcas.is_empty() && expected_marcas.len() < fixture().len());
+    let written = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid()));
+    let mut phases = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ahead = std::fs::read_dir(&written)
+            .map(|d| d.flatten().any(|e| e.path().join("tables").join("layout.json").is_file()))
+            .unwrap_or(false);
+        assert_eq!(ask("SELECT id, marca FROM vw_marcas ORDER BY id"), expected_marcas, "tables ahead: {ahead}");
+        let renamed = ask("SELECT count(*) AS n, count(*) FILTER (WHERE versao_modelo = modelo) AS iguais FROM vw_renomeada");
+        assert_eq!(renamed[0]["n"], fixture().len(), "tables ahead: {ahead}");
+        assert_eq!(renamed[0]["iguais"], fixture().len(), "tables ahead: {ahead}");
+        // Same name and type as the catalog's column, other values: the view's own.
+        let lower = ask("SELECT count(*) FILTER (WHERE modelo LIKE 'm%') AS n FROM vw_maiusculas");
+        assert_eq!(lower[0]["n"], fixture().len(), "tables ahead: {ahead}");
+        phases += 1;
+        if ahead {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the tables were never written ahead");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(phases >= 1);
+}

@@ -20,7 +20,6 @@ use datafusion::arrow::ipc::convert::fb_to_schema;
 use datafusion::arrow::ipc::reader::{read_footer_length, FileDecoder};
 use datafusion::arrow::ipc::root_as_footer;
 use datafusion::catalog::MemTable;
-use datafusion::common::tree_node::TreeNode;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::prelude::SessionContext;
 use futures::StreamExt;
@@ -256,13 +255,35 @@ async fn write_file(path: &Path, frame: datafusion::dataframe::DataFrame) -> Res
     Ok(rows)
 }
 
-/// Whether a plan only computes columns of its input's rows, one for one, in their order.
-fn projection_only(plan: &LogicalPlan) -> bool {
-    !plan
-        .exists(|p| {
-            Ok(!matches!(p, LogicalPlan::Projection(_) | LogicalPlan::TableScan(_) | LogicalPlan::SubqueryAlias(_)))
-        })
-        .unwrap_or(true)
+/// For each output column of `plan`, the `catalog` column it passes on unchanged, if any; `None`
+/// when the plan is not made of projections over the whole catalog (its rows might not be the
+/// catalog's, one for one, in their order).
+fn passed_on(plan: &LogicalPlan) -> Option<Vec<Option<String>>> {
+    match plan {
+        LogicalPlan::TableScan(scan)
+            if scan.table_name.table() == "catalog" && scan.filters.is_empty() && scan.fetch.is_none() =>
+        {
+            Some(plan.schema().fields().iter().map(|f| Some(f.name().clone())).collect())
+        }
+        LogicalPlan::SubqueryAlias(alias) => passed_on(&alias.input),
+        LogicalPlan::Projection(projection) => {
+            let below = passed_on(&projection.input)?;
+            let input = projection.input.schema();
+            Some(
+                projection
+                    .expr
+                    .iter()
+                    .map(|e| match e.clone().unalias() {
+                        datafusion::logical_expr::Expr::Column(c) => {
+                            input.index_of_column(&c).ok().and_then(|i| below.get(i).cloned().flatten())
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// Writes the tables of the version folder `dir` ahead (`eco-insights sql-tables DIR`): the typed
@@ -310,12 +331,16 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
         for name in tables.iter().skip(1) {
             let view = computing.table(name.as_str()).await.map_err(|e| format!("no view {name}: {e}"))?;
             let plan = view.clone().into_optimized_plan().map_err(|e| e.to_string())?;
+            // A column is the catalog's when the view passes the catalog's column of its name on
+            // unchanged, through projections only.
+            let passed = passed_on(&plan).unwrap_or_default();
             let columns: Vec<(String, datafusion::arrow::datatypes::DataType)> =
                 view.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect();
-            let shares = projection_only(&plan);
-            let (shared, own): (Vec<_>, Vec<_>) =
-                columns.iter().partition(|c| shares && catalog_columns.iter().any(|k| k == *c));
-            let own: Vec<&str> = own.iter().map(|(n, _)| n.as_str()).collect();
+            let (shared, own): (Vec<_>, Vec<_>) = columns.iter().enumerate().partition(|(i, c)| {
+                passed.get(*i).cloned().flatten().as_deref() == Some(c.0.as_str()) && catalog_columns.contains(c)
+            });
+            let shared: Vec<&(String, datafusion::arrow::datatypes::DataType)> = shared.into_iter().map(|(_, c)| c).collect();
+            let own: Vec<&str> = own.iter().map(|(_, (n, _))| n.as_str()).collect();
             let file = tmp.join(format!("{name}.arrow"));
             let n = if own.is_empty() {
                 // Every column is the catalog's: an empty file (the worker reads the catalog's).
