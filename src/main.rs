@@ -320,7 +320,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
     // Every export a load reads is kept for analysts' SQL (which reads it where it lies).
-    eco_insights::engine::dataset::load::keep_exports_in(sql.exports_dir());
+    eco_insights::engine::dataset::load::keep_exports_in(
+        sql.exports_dir(),
+        eco_insights::engine::sql::tables::write_export_copy,
+    );
     let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
     // The router and its OpenAPI document depend on no dataset: they are built on a thread of
     // their own while the first load runs.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use polars::prelude::DataType;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -439,7 +440,14 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     let grown = vm_hwm_kb(app.pid()).saturating_sub(before);
     assert!(grown < 64 * 1024, "the service's peak grew by {grown} KB with the first queries");
     let kept = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid())).join(&version).join("export.parquet");
-    assert!(std::fs::read(&kept).unwrap() == loaded, "{} is not the loaded export", kept.display());
+    // The loaded export's data pages, byte for byte; only its footer is rewritten (without the
+    // Arrow schema the writer embedded).
+    let copy = std::fs::read(&kept).unwrap();
+    let n = loaded.len();
+    let footer = u32::from_le_bytes(loaded[n - 8..n - 4].try_into().unwrap()) as usize;
+    let pages = n - 8 - footer;
+    assert!(copy[..pages] == loaded[..pages], "{} does not hold the loaded export's pages", kept.display());
+    assert!(copy.ends_with(b"PAR1") && !copy[pages..].windows(12).any(|w| w == b"ARROW:schema"));
     // The file at --data replaced by another export: until the new version serves, SQL answers
     // the old one's rows, read from its kept copy.
     let replaced = dir.join("next.parquet");
@@ -559,4 +567,81 @@ fn an_analysts_view_is_answered_alike_before_and_after_the_tables_are_written() 
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(phases >= 1);
+}
+
+/// `catalog` in SQL is the export as the service loads it, from the export itself and from the
+/// tables written ahead alike: ids derived as API-CONTRACT §1 says when the export has none
+/// (UUID v5 of `marca|modelo|versao|ano|motor|transmissao_tipo`), integers stored wider read as
+/// `integer`, dictionary-encoded text as text, NaN as null, an optional column the file lacks as
+/// all null, and the folded fuel name.
+#[test]
+fn the_catalog_in_sql_is_the_export_as_the_service_loads_it() {
+    let mut rows = fixture();
+    for r in &mut rows {
+        r.id = None;
+    }
+    rows[3].co2_fossil_g_km = Some(f64::NAN);
+    rows[4].eficiencia_cidade_km_l = Some(f64::NAN);
+    rows[5].combustivel_tipo = "Elétrico".into();
+    let mut df = frame(&rows);
+    let ano = df.column("ano").unwrap().cast(&DataType::Int64).unwrap();
+    df.with_column(ano).unwrap();
+    let marca = df.column("marca").unwrap().cast(&eco_insights::engine::schema::dictionary_dtype()).unwrap();
+    df.with_column(marca).unwrap();
+    let dir = temp_dir("sql-typed");
+    let data = dir.join("catalog.parquet");
+    write_frame(&mut df, &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    let mut expected: Vec<Value> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let key = format!(
+                "{}|{}|{}|{}|{}|{}",
+                r.marca,
+                r.modelo,
+                r.versao,
+                r.ano,
+                r.motor.clone().unwrap_or_default(),
+                r.transmissao_tipo.clone().unwrap_or_default()
+            );
+            let co2 = if i == 3 { Value::Null } else { json!(r.co2_fossil_g_km) };
+            let cidade = if i == 4 { Value::Null } else { json!(r.eficiencia_cidade_km_l) };
+            json!({
+                "id": uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, key.as_bytes()).to_string(),
+                "marca": r.marca, "ano": r.ano, "co2_fossil_g_km": co2, "eficiencia_cidade_km_l": cidade,
+                "nmog_nox_g_km": null, "combustivel_fold": if i == 5 { "eletrico" } else { "flex" },
+            })
+        })
+        .collect();
+    expected.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    let written = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid()));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ahead = std::fs::read_dir(&written)
+            .map(|d| d.flatten().any(|e| e.path().join("tables").join("layout.json").is_file()))
+            .unwrap_or(false);
+        let (status, body) = post(
+            &app,
+            "SELECT id, marca, ano, co2_fossil_g_km, eficiencia_cidade_km_l, nmog_nox_g_km, combustivel_fold \
+             FROM catalog ORDER BY id",
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(rows_of(&body), expected, "tables ahead: {ahead}");
+        let types: Vec<&str> =
+            body["data"]["meta"]["columns"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+        assert_eq!(types, ["string", "string", "integer", "float", "float", "float", "string"], "tables ahead: {ahead}");
+        if ahead {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the tables were never written ahead");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The API serves the same ids.
+    let (_, page) = app.get("/catalog/vehicles?page_size=100");
+    let mut ids: Vec<&str> =
+        page["data"]["data"]["items"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    ids.sort_unstable();
+    let sql_ids: Vec<&str> = expected.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, sql_ids);
 }

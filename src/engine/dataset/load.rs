@@ -158,8 +158,11 @@ pub fn fuel_fold_encoded(df: &DataFrame) -> PolarsResult<Column> {
     Ok(encoded.into_series().into_column())
 }
 
-/// Where loads keep the exports they read (see [`keep_exports_in`]).
-static KEPT_EXPORTS: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+/// How a kept export is written: its bytes to a path.
+pub type ExportWriter = fn(&[u8], &Path) -> std::io::Result<()>;
+
+/// Where loads keep the exports they read, and how (see [`keep_exports_in`]).
+static KEPT_EXPORTS: std::sync::OnceLock<(std::path::PathBuf, ExportWriter)> = std::sync::OnceLock::new();
 
 /// How many kept exports stay in the folder at most (the newest): the one being loaded and the
 /// one the SQL tables have not yet taken.
@@ -167,14 +170,14 @@ const KEPT_AT_MOST: usize = 2;
 
 /// Keeps a copy of every export a load reads in `dir`, named by its version, so that analysts'
 /// SQL reads the very bytes the version was loaded from (the file at `--data` may be replaced
-/// meanwhile). Set once, by the service.
-pub fn keep_exports_in(dir: std::path::PathBuf) {
-    let _ = KEPT_EXPORTS.set(dir);
+/// meanwhile), each written by `write`. Set once, by the service.
+pub fn keep_exports_in(dir: std::path::PathBuf, write: ExportWriter) {
+    let _ = KEPT_EXPORTS.set((dir, write));
 }
 
 /// The kept copy of `version`'s export, if there is one.
 pub fn kept_export(version: &str) -> Option<std::path::PathBuf> {
-    let path = KEPT_EXPORTS.get()?.join(format!("{version}.parquet"));
+    let path = KEPT_EXPORTS.get()?.0.join(format!("{version}.parquet"));
     path.is_file().then_some(path)
 }
 
@@ -182,14 +185,14 @@ pub fn kept_export(version: &str) -> Option<std::path::PathBuf> {
 /// renamed into place; the older copies past [`KEPT_AT_MOST`] are removed. A failure is logged
 /// (the SQL tables are then written from the snapshot).
 pub fn keep_export(bytes: &[u8], version: &str) {
-    let Some(dir) = KEPT_EXPORTS.get() else { return };
+    let Some((dir, write)) = KEPT_EXPORTS.get() else { return };
     let target = dir.join(format!("{version}.parquet"));
     if target.is_file() {
         return;
     }
     let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
     let written = std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::write(&tmp, bytes))
+        .and_then(|()| write(bytes, &tmp))
         .and_then(|()| std::fs::rename(&tmp, &target));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);

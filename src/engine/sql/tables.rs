@@ -304,3 +304,43 @@ pub async fn create_views(ctx: &SessionContext, statements: &Statements) -> Resu
     parse_as_decimal(true);
     created
 }
+
+/// Writes the copy of an export that the workers read: its bytes, with the Arrow schema some
+/// writers embed in the footer (`ARROW:schema`) left out, so the columns are read by their
+/// Parquet types (Polars records its dictionary-encoded text there as a type the Parquet reader
+/// cannot produce). The data pages are the export's own; a footer that cannot be read is copied
+/// as it is (the load refuses such a file anyway).
+pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
+    use datafusion::parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
+    use std::io::Write;
+    const HINT: &str = "ARROW:schema";
+    let n = bytes.len();
+    let footer = (n >= 12 && &bytes[n - 4..] == b"PAR1")
+        .then(|| u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]) as usize)
+        .and_then(|len| (n - 8).checked_sub(len))
+        .and_then(|start| Some((start, ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8]).ok()?)));
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    match footer {
+        Some((start, metadata))
+            if metadata.file_metadata().key_value_metadata().is_some_and(|kv| kv.iter().any(|k| k.key == HINT)) =>
+        {
+            let file = metadata.file_metadata();
+            let kept: Vec<_> = file.key_value_metadata().into_iter().flatten().filter(|k| k.key != HINT).cloned().collect();
+            let stripped = ParquetMetaData::new(
+                FileMetaData::new(
+                    file.version(),
+                    file.num_rows(),
+                    file.created_by().map(str::to_string),
+                    (!kept.is_empty()).then_some(kept),
+                    file.schema_descr_ptr(),
+                    file.column_orders().cloned(),
+                ),
+                metadata.row_groups().to_vec(),
+            );
+            out.write_all(&bytes[..start])?;
+            ParquetMetaDataWriter::new(&mut out, &stripped).finish().map_err(std::io::Error::other)?;
+        }
+        _ => out.write_all(bytes)?,
+    }
+    out.flush()
+}

@@ -303,10 +303,11 @@ fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), Str
 /// memory): its `catalog` (ids and typed columns) as Parquet, which the worker types as it types
 /// any export.
 fn write_export(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
-    let mut frame = catalog_frame(snapshot).map_err(|e| format!("cannot write the export: {e}"))?;
-    let file = std::fs::File::create(path).map_err(|e| format!("cannot write the export: {e}"))?;
-    ParquetWriter::new(file).finish(&mut frame).map_err(|e| format!("cannot write the export: {e}"))?;
-    Ok(())
+    let failed = |e: &dyn std::fmt::Display| format!("cannot write the export: {e}");
+    let mut frame = catalog_frame(snapshot).map_err(|e| failed(&e))?;
+    let mut bytes = Vec::new();
+    ParquetWriter::new(&mut bytes).finish(&mut frame).map_err(|e| failed(&e))?;
+    super::tables::write_export_copy(&bytes, path).map_err(|e| failed(&e))
 }
 
 /// Stops the process `pid` (a child of this one).

@@ -206,8 +206,7 @@ pub async fn sql_get(
 /// table function not on the allow-list (`read_parquet`, `read_csv`, …), an unknown table or
 /// column, or a syntax error: 400 with the parser's reason. A query past `--sql-timeout-ms` or
 /// the memory budget is stopped and answered 422 QUERY_TOO_EXPENSIVE; when every query slot is
-/// busy, or the dataset version's SQL catalog is still being prepared (a large dataset's first
-/// query), 503 with Retry-After.
+/// busy, 503 with Retry-After. A dataset version is answered from the moment it serves.
 #[utoipa::path(
     post,
     path = "/sql",
