@@ -148,9 +148,7 @@ fn refusal_status(refusal: Refusal) -> (Status, &'static str) {
         }
         Refusal::Refused(r) => match r {
             Refused::Syntax(m) => (Status::invalid_argument(format!("Consulta SQL inválida: {m}")), "invalid"),
-            Refused::Forbidden(m) => {
-                (Status::permission_denied(format!("Consulta SQL não permitida: {m}")), "refused")
-            }
+            Refused::Forbidden(m) => (Status::permission_denied(format!("Consulta SQL não permitida: {m}")), "refused"),
             Refused::UnknownTable(m) => (Status::invalid_argument(format!("Consulta SQL inválida: {m}")), "invalid"),
             Refused::Unsupported(m) => {
                 (Status::invalid_argument(format!("Consulta SQL não suportada: {m}")), "invalid")

@@ -439,7 +439,8 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     assert_eq!(rows_of(&body)[0]["faixas"], 4, "{body}");
     let grown = vm_hwm_kb(app.pid()).saturating_sub(before);
     assert!(grown < 64 * 1024, "the service's peak grew by {grown} KB with the first queries");
-    let kept = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid())).join(&version).join("export.parquet");
+    let kept =
+        std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid())).join(&version).join("export.parquet");
     // The loaded export's data pages, byte for byte; only its footer is rewritten (without the
     // Arrow schema the writer embedded).
     let copy = std::fs::read(&kept).unwrap();
@@ -553,7 +554,8 @@ fn an_analysts_view_is_answered_alike_before_and_after_the_tables_are_written() 
             .map(|d| d.flatten().any(|e| e.path().join("tables").join("layout.json").is_file()))
             .unwrap_or(false);
         assert_eq!(ask("SELECT id, marca FROM vw_marcas ORDER BY id"), expected_marcas, "tables ahead: {ahead}");
-        let renamed = ask("SELECT count(*) AS n, count(*) FILTER (WHERE versao_modelo = modelo) AS iguais FROM vw_renomeada");
+        let renamed =
+            ask("SELECT count(*) AS n, count(*) FILTER (WHERE versao_modelo = modelo) AS iguais FROM vw_renomeada");
         assert_eq!(renamed[0]["n"], fixture().len(), "tables ahead: {ahead}");
         assert_eq!(renamed[0]["iguais"], fixture().len(), "tables ahead: {ahead}");
         // Same name and type as the catalog's column, other values: the view's own.
@@ -630,7 +632,11 @@ fn the_catalog_in_sql_is_the_export_as_the_service_loads_it() {
         assert_eq!(rows_of(&body), expected, "tables ahead: {ahead}");
         let types: Vec<&str> =
             body["data"]["meta"]["columns"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
-        assert_eq!(types, ["string", "string", "integer", "float", "float", "float", "string"], "tables ahead: {ahead}");
+        assert_eq!(
+            types,
+            ["string", "string", "integer", "float", "float", "float", "string"],
+            "tables ahead: {ahead}"
+        );
         if ahead {
             break;
         }

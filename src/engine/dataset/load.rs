@@ -191,9 +191,8 @@ pub fn keep_export(bytes: &[u8], version: &str) {
         return;
     }
     let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|()| write(bytes, &tmp))
-        .and_then(|()| std::fs::rename(&tmp, &target));
+    let written =
+        std::fs::create_dir_all(dir).and_then(|()| write(bytes, &tmp)).and_then(|()| std::fs::rename(&tmp, &target));
     if let Err(e) = written {
         let _ = std::fs::remove_file(&tmp);
         tracing::warn!(%version, "cannot keep the export for analysts' SQL: {e}");
@@ -206,7 +205,7 @@ pub fn keep_export(bytes: &[u8], version: &str) {
         .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    kept.sort_by(|a, b| b.0.cmp(&a.0));
+    kept.sort_by_key(|k| std::cmp::Reverse(k.0));
     for (_, old) in kept.into_iter().skip(KEPT_AT_MOST) {
         let _ = std::fs::remove_file(old);
     }

@@ -15,11 +15,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::ipc::writer::StreamWriter;
 use datafusion::error::DataFusionError;
-use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
-use datafusion::execution::memory_pool::{GreedyMemoryPool, TrackConsumersPool};
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::execution::SessionStateBuilder;
-use datafusion::prelude::{SQLOptions, SessionConfig, SessionContext};
+use datafusion::prelude::{SQLOptions, SessionContext};
 
 /// The prefix of a described statement's parameter columns (`PARAMETER` + its number).
 pub const PARAMETER: &str = "\u{1e}$";
@@ -43,37 +39,6 @@ pub struct Engine {
     loaded: Option<(PathBuf, bool, SessionContext)>,
 }
 
-/// A session in PostgreSQL's dialect and semantics, on `partitions` partitions, within
-/// `memory_bytes` (no tables yet).
-pub fn context(partitions: usize, memory_bytes: usize) -> Result<SessionContext, String> {
-    let config = SessionConfig::new()
-        .with_target_partitions(partitions)
-        .with_information_schema(false)
-        .with_default_catalog_and_schema("eco", "public")
-        .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
-        .set_str("datafusion.sql_parser.default_null_ordering", "nulls_max")
-        .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
-        .set_str("datafusion.execution.time_zone", "UTC")
-        // The export's text read as plain UTF-8 arrays (the types the catalog offers).
-        .set_str("datafusion.execution.parquet.schema_force_view_types", "false");
-    // Three quarters of the budget for DataFusion's own accounting: what it does not count
-    // (batches in flight, the answer) fits in the rest before the process limit.
-    let pool = TrackConsumersPool::new(
-        GreedyMemoryPool::new(memory_bytes / 4 * 3),
-        std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
-    );
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_pool(Arc::new(pool))
-        .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(DiskManagerMode::Disabled))
-        .build_arc()
-        .map_err(|e| e.to_string())?;
-    let state =
-        SessionStateBuilder::new().with_config(config).with_runtime_env(runtime).with_default_features().build();
-    let ctx = SessionContext::new_with_state(state);
-    super::postgres::install(&ctx);
-    Ok(ctx)
-}
-
 impl Engine {
     /// An engine running queries on `threads` threads within `memory_bytes`.
     pub fn new(threads: usize, memory_bytes: usize) -> Result<Engine, String> {
@@ -87,8 +52,15 @@ impl Engine {
 
     /// A session over the tables in `dir`, in PostgreSQL's dialect and semantics.
     fn session(&self, dir: &Path, tables: &[String]) -> Result<SessionContext, String> {
-        let ctx = context(self.threads, self.memory_bytes)?;
-        let offered = self.runtime.block_on(super::tables::register(&ctx, dir, tables, self.threads))?;
+        let ctx = super::tables::context(self.threads, self.memory_bytes)?;
+        // The tables written ahead once they are complete, else the export itself.
+        let statements = super::tables::statements(dir)?;
+        let written = dir.join(super::mapped::WRITTEN);
+        let offered = if written.is_dir() {
+            super::mapped::register(&ctx, &written, tables, self.threads, &statements.definitions)?
+        } else {
+            self.runtime.block_on(super::tables::register(&ctx, dir, tables, &statements))?
+        };
         super::pg_catalog::install(&ctx, &offered)?;
         Ok(ctx)
     }

@@ -186,7 +186,6 @@ fn table(own: &Rows, catalog: Option<&Rows>, layout: Option<&Layout>, partitions
     MemTable::try_new(schema, parts).map_err(|e| e.to_string())
 }
 
-
 /// Registers the tables written ahead in the folder `written` in `ctx`, each over the mapped
 /// files, dealt into `partitions` partitions.
 pub fn register(
@@ -229,8 +228,9 @@ async fn write_file(path: &Path, frame: datafusion::dataframe::DataFrame) -> Res
     let schema: Schema = frame.schema().as_arrow().clone();
     let mut stream = frame.execute_stream().await.map_err(|e| failed(&e))?;
     let file = std::fs::File::create(path).map_err(|e| failed(&e))?;
-    let mut writer = datafusion::arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::with_capacity(1 << 20, file), &schema)
-        .map_err(|e| failed(&e))?;
+    let mut writer =
+        datafusion::arrow::ipc::writer::FileWriter::try_new(std::io::BufWriter::with_capacity(1 << 20, file), &schema)
+            .map_err(|e| failed(&e))?;
     let (mut rows, mut pending, mut pending_rows) = (0, Vec::new(), 0);
     let schema = Arc::new(schema);
     let flush = |pending: &mut Vec<RecordBatch>, writer: &mut datafusion::arrow::ipc::writer::FileWriter<_>| {
@@ -304,7 +304,7 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot start the SQL engine: {e}"))?;
     let written = runtime.block_on(async {
         // The catalog, read from the export on every core.
-        let reading = super::engine::context(2, usize::MAX)?;
+        let reading = super::tables::context(2, usize::MAX)?;
         let statements = super::tables::statements(dir)?;
         super::tables::register_export(&reading, dir).await?;
         let catalog = reading.table("catalog").await.map_err(|e| e.to_string())?;
@@ -323,7 +323,7 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
         let catalog = catalog.sort(order).map_err(|e| e.to_string())?;
         let rows = write_file(&tmp.join("catalog.arrow"), catalog).await?;
         // The views over the written catalog, in one partition.
-        let computing = super::engine::context(1, usize::MAX)?;
+        let computing = super::tables::context(1, usize::MAX)?;
         let mapped = Rows::new(decode(&tmp.join("catalog.arrow"))?);
         computing.register_table("catalog", Arc::new(table(&mapped, None, None, 1)?)).map_err(|e| e.to_string())?;
         super::tables::create_views(&computing, &statements).await?;
@@ -339,7 +339,8 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
             let (shared, own): (Vec<_>, Vec<_>) = columns.iter().enumerate().partition(|(i, c)| {
                 passed.get(*i).cloned().flatten().as_deref() == Some(c.0.as_str()) && catalog_columns.contains(c)
             });
-            let shared: Vec<&(String, datafusion::arrow::datatypes::DataType)> = shared.into_iter().map(|(_, c)| c).collect();
+            let shared: Vec<&(String, datafusion::arrow::datatypes::DataType)> =
+                shared.into_iter().map(|(_, c)| c).collect();
             let own: Vec<&str> = own.iter().map(|(_, (n, _))| n.as_str()).collect();
             let file = tmp.join(format!("{name}.arrow"));
             let n = if own.is_empty() {

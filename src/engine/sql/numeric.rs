@@ -84,7 +84,7 @@ impl AnalyzerRule for NumericPrecision {
         let mut changed = false;
         let plan = plan
             .transform_up_with_subqueries(|node| {
-                let node = super::postgres::rewrite_keeping_names(node, |e, schema, _| widened(e, schema))?;
+                let node = rewrite_keeping_names(node, |e, schema, _| widened(e, schema))?;
                 changed |= node.transformed;
                 if changed {
                     // The node's own types follow its inputs' (changed below it or here).
@@ -105,4 +105,31 @@ impl AnalyzerRule for NumericPrecision {
     fn name(&self) -> &str {
         "numeric_precision"
     }
+}
+
+/// `node` with each expression rewritten by `rewrite` (given the schema its columns are read
+/// from and the node's inputs), the names of the outputs kept: where a node names its outputs
+/// after their expressions, a rewritten one is aliased to its old name. Shared by the rules on
+/// the typed plan (this one and [`super::postgres`]'s).
+pub(super) fn rewrite_keeping_names(
+    node: LogicalPlan,
+    mut rewrite: impl FnMut(Expr, &DFSchema, &[&LogicalPlan]) -> Result<Transformed<Expr>>,
+) -> Result<Transformed<LogicalPlan>> {
+    let inputs: Vec<LogicalPlan> = node.inputs().into_iter().cloned().collect();
+    let inputs: Vec<&LogicalPlan> = inputs.iter().collect();
+    let schema = if inputs.is_empty() {
+        node.schema().as_ref().clone()
+    } else {
+        datafusion::logical_expr::utils::merge_schema(&inputs)
+    };
+    let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
+    node.map_expressions(|e| {
+        let name = e.schema_name().to_string();
+        let new = rewrite(e, &schema, &inputs)?;
+        if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
+            Ok(Transformed::yes(new.data.alias(name)))
+        } else {
+            Ok(new)
+        }
+    })
 }

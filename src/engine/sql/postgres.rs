@@ -23,7 +23,7 @@ use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{plan_err, DFSchema, Result, ScalarValue};
 use datafusion::logical_expr::expr::{AggregateFunction, Alias, Cast, ScalarFunction};
 use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
-use datafusion::logical_expr::utils::{format_state_name, merge_schema};
+use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, Expr, ExprSchemable, LogicalPlan, ScalarFunctionArgs,
     ScalarUDF, ScalarUDFImpl, Signature, Volatility,
@@ -361,33 +361,10 @@ fn postgres_expr(expr: Expr, schema: &DFSchema, averages: &[String]) -> Result<T
     })
 }
 
-/// `node` with each expression rewritten by `rewrite` (given the schema its columns are read
-/// from and the node's inputs), the names of the outputs kept: where a node names its outputs
-/// after their expressions, a rewritten one is aliased to its old name. Shared by the rules on
-/// the typed plan (this one and [`super::numeric`]).
-pub(super) fn rewrite_keeping_names(
-    node: LogicalPlan,
-    mut rewrite: impl FnMut(Expr, &DFSchema, &[&LogicalPlan]) -> Result<Transformed<Expr>>,
-) -> Result<Transformed<LogicalPlan>> {
-    let inputs: Vec<LogicalPlan> = node.inputs().into_iter().cloned().collect();
-    let inputs: Vec<&LogicalPlan> = inputs.iter().collect();
-    let schema = if inputs.is_empty() { node.schema().as_ref().clone() } else { merge_schema(&inputs) };
-    let named = matches!(node, LogicalPlan::Projection(_) | LogicalPlan::Aggregate(_) | LogicalPlan::Window(_));
-    node.map_expressions(|e| {
-        let name = e.schema_name().to_string();
-        let new = rewrite(e, &schema, &inputs)?;
-        if named && new.transformed && !matches!(new.data, Expr::Alias(_)) {
-            Ok(Transformed::yes(new.data.alias(name)))
-        } else {
-            Ok(new)
-        }
-    })
-}
-
 impl AnalyzerRule for PostgresSemantics {
     fn analyze(&self, plan: LogicalPlan, _config: &ConfigOptions) -> Result<LogicalPlan> {
         plan.transform_up_with_subqueries(|node| {
-            rewrite_keeping_names(node, |e, schema, inputs| {
+            super::numeric::rewrite_keeping_names(node, |e, schema, inputs| {
                 let averages: Vec<String> = inputs.iter().flat_map(|i| numeric_averages(i)).collect();
                 postgres_expr(e, schema, &averages)
             })

@@ -3,8 +3,9 @@
 //! the service's load types it (`catalog`: canonical types, NaN as null, an optional column the
 //! file lacks as all null, the ids parsed or derived, the folded fuel name); and the views,
 //! computed by DataFusion from the very statements the service runs (`queries/`, their constants
-//! filled in), as views over `catalog`. Nothing is written or computed ahead: the first query of
-//! a version is answered as soon as the version serves.
+//! filled in), as views over `catalog`. Nothing needs to be written or computed first: a version
+//! is answered as soon as it serves (the tables written ahead for catalogs up to 5M rows, see
+//! [`super::mapped`], only make later queries faster).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -21,6 +22,43 @@ use uuid::Uuid;
 use crate::engine::dataset::publish::round_published;
 use crate::engine::dataset::schema::{derive_id, Kind, COLUMNS, ID};
 use crate::engine::dataset::text_index::fold;
+
+/// A session in PostgreSQL's dialect and semantics, on `partitions` partitions, within
+/// `memory_bytes` (no tables yet).
+pub fn context(partitions: usize, memory_bytes: usize) -> Result<SessionContext, String> {
+    let config = datafusion::prelude::SessionConfig::new()
+        .with_target_partitions(partitions)
+        .with_information_schema(false)
+        .with_default_catalog_and_schema("eco", "public")
+        .set_str("datafusion.sql_parser.dialect", "PostgreSQL")
+        .set_str("datafusion.sql_parser.default_null_ordering", "nulls_max")
+        .set_str("datafusion.sql_parser.parse_float_as_decimal", "true")
+        .set_str("datafusion.execution.time_zone", "UTC")
+        // The export's text read as plain UTF-8 arrays (the types the catalog offers).
+        .set_str("datafusion.execution.parquet.schema_force_view_types", "false");
+    // Three quarters of the budget for DataFusion's own accounting: what it does not count
+    // (batches in flight, the answer) fits in the rest before the process limit.
+    let pool = datafusion::execution::memory_pool::TrackConsumersPool::new(
+        datafusion::execution::memory_pool::GreedyMemoryPool::new(memory_bytes / 4 * 3),
+        std::num::NonZeroUsize::new(3).unwrap_or(std::num::NonZeroUsize::MIN),
+    );
+    let runtime = datafusion::execution::runtime_env::RuntimeEnvBuilder::new()
+        .with_memory_pool(Arc::new(pool))
+        .with_disk_manager_builder(
+            datafusion::execution::disk_manager::DiskManagerBuilder::default()
+                .with_mode(datafusion::execution::disk_manager::DiskManagerMode::Disabled),
+        )
+        .build_arc()
+        .map_err(|e| e.to_string())?;
+    let state = datafusion::execution::SessionStateBuilder::new()
+        .with_config(config)
+        .with_runtime_env(runtime)
+        .with_default_features()
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    super::postgres::install(&ctx);
+    Ok(ctx)
+}
 
 /// A version's export in its folder of tables.
 pub const EXPORT: &str = "export.parquet";
@@ -187,10 +225,8 @@ fn fuel_fold() -> ScalarUDF {
         Arc::new(|args| {
             let values = typed::<StringArray>(&args[0], "combustivel_fold")?;
             let mut folded: HashMap<&str, String> = HashMap::new();
-            let out: StringArray = values
-                .iter()
-                .map(|v| v.map(|v| folded.entry(v).or_insert_with(|| fold(v)).clone()))
-                .collect();
+            let out: StringArray =
+                values.iter().map(|v| v.map(|v| folded.entry(v).or_insert_with(|| fold(v)).clone())).collect();
             Ok(Arc::new(out) as ArrayRef)
         }),
     )
@@ -211,21 +247,16 @@ pub fn statements(dir: &Path) -> Result<Statements, String> {
         .and_then(|text| serde_json::from_slice(&text).map_err(|e| format!("the views' file is damaged: {e}")))
 }
 
-/// Registers the tables of the folder `dir` in `ctx`: those written ahead when they are complete
-/// (see [`super::mapped`]), else `catalog` over the export and every view of [`STATEMENTS`].
+/// Registers the tables of the folder `dir` in `ctx`: `catalog` over the export and every view of
+/// `statements`.
 pub async fn register(
     ctx: &SessionContext,
     dir: &Path,
     tables: &[String],
-    partitions: usize,
+    statements: &Statements,
 ) -> Result<Vec<super::pg_catalog::Offered>, String> {
-    let statements = statements(dir)?;
-    let written = dir.join(super::mapped::WRITTEN);
-    if written.is_dir() {
-        return super::mapped::register(ctx, &written, tables, partitions, &statements.definitions);
-    }
     let rows = register_export(ctx, dir).await?;
-    create_views(ctx, &statements).await?;
+    create_views(ctx, statements).await?;
     let mut offered = Vec::with_capacity(tables.len());
     for name in tables {
         let provider = ctx.table_provider(name.as_str()).await.map_err(|e| format!("no table {name}: {e}"))?;
@@ -269,9 +300,8 @@ pub async fn register_export(ctx: &SessionContext, dir: &Path) -> Result<usize, 
     let id = if has(ID) {
         id_text().call(vec![datafusion::logical_expr::cast(column(ID), DataType::Utf8)])
     } else {
-        derived_id().call(
-            ["marca", "modelo", "versao", "ano", "motor", "transmissao_tipo"].iter().map(|n| value(n)).collect(),
-        )
+        derived_id()
+            .call(["marca", "modelo", "versao", "ano", "motor", "transmissao_tipo"].iter().map(|n| value(n)).collect())
     };
     let mut exprs = vec![id.alias(ID)];
     exprs.extend(COLUMNS.iter().map(|spec| value(spec.name).alias(spec.name)));
@@ -311,7 +341,9 @@ pub async fn create_views(ctx: &SessionContext, statements: &Statements) -> Resu
 /// cannot produce). The data pages are the export's own; a footer that cannot be read is copied
 /// as it is (the load refuses such a file anyway).
 pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
-    use datafusion::parquet::file::metadata::{FileMetaData, ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter};
+    use datafusion::parquet::file::metadata::{
+        FileMetaData, ParquetMetaData, ParquetMetaDataReader, ParquetMetaDataWriter,
+    };
     use std::io::Write;
     const HINT: &str = "ARROW:schema";
     let n = bytes.len();
@@ -325,7 +357,8 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
             if metadata.file_metadata().key_value_metadata().is_some_and(|kv| kv.iter().any(|k| k.key == HINT)) =>
         {
             let file = metadata.file_metadata();
-            let kept: Vec<_> = file.key_value_metadata().into_iter().flatten().filter(|k| k.key != HINT).cloned().collect();
+            let kept: Vec<_> =
+                file.key_value_metadata().into_iter().flatten().filter(|k| k.key != HINT).cloned().collect();
             let stripped = ParquetMetaData::new(
                 FileMetaData::new(
                     file.version(),

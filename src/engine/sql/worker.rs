@@ -579,7 +579,13 @@ impl Runner {
     /// the idle priority (the one writing an older version's is stopped); its end is logged.
     fn write_ahead(&self, path: &Path, tables: Vec<String>) {
         let mut command = Command::new(&self.program);
-        command.arg("sql-tables").arg(path).args(&tables).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        command
+            .arg("sql-tables")
+            .arg(path)
+            .args(&tables)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;

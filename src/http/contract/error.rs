@@ -96,9 +96,7 @@ impl ApiError {
             ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -117,9 +115,7 @@ impl ApiError {
             ApiError::RateLimited(_) => "RATE_LIMITED",
             ApiError::HeadersTooLarge(_) => "HEADERS_TOO_LARGE",
             ApiError::Internal => "INTERNAL_ERROR",
-            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => {
-                "SERVICE_UNAVAILABLE"
-            }
+            ApiError::Unavailable | ApiError::Overloaded | ApiError::Timeout(_) => "SERVICE_UNAVAILABLE",
         }
     }
 
