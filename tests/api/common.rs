@@ -152,6 +152,17 @@ pub fn frame(rows: &[Row]) -> DataFrame {
     DataFrame::new_infer_height(cols).unwrap()
 }
 
+/// A copy of the shipped `queries/` folder in `dir` (for a test to edit): its path.
+pub fn copy_queries(dir: &Path) -> PathBuf {
+    let queries = dir.join("queries");
+    std::fs::create_dir_all(&queries).unwrap();
+    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
+    }
+    queries
+}
+
 pub fn write_frame(df: &mut DataFrame, path: &Path) {
     let file = std::fs::File::create(path).unwrap();
     ParquetWriter::new(file).finish(df).unwrap();

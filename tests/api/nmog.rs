@@ -276,12 +276,7 @@ fn methodology_publishes_the_l7_limits_and_the_views_read_them() {
 
     // An analyst edits the L7 limits: /methodology and the scores follow the file.
     let dir = temp_dir("nmog-edited");
-    let queries = dir.join("queries");
-    std::fs::create_dir_all(&queries).unwrap();
-    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
-    }
+    let queries = copy_queries(&dir);
     let file = queries.join("parametros.toml");
     let shipped = std::fs::read_to_string(&file).unwrap();
     let edited = shipped.replacen("nmog_nox_g_km = 0.08", "nmog_nox_g_km = 0.06", 1).replacen(

@@ -241,12 +241,7 @@ fn the_version_covers_the_cost_configuration() {
 #[test]
 fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
     let dir = temp_dir("edited-view");
-    let queries = dir.join("queries");
-    std::fs::create_dir_all(&queries).unwrap();
-    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
-    }
+    let queries = copy_queries(&dir);
     let data = dir.join("catalog.parquet");
     let mut only = Row::new(1, "Fiat", "Uno", 2020, "Compacto", "Gasolina");
     only.consumo_energetico_mj_km = None;
@@ -288,12 +283,7 @@ fn an_edited_view_is_applied_by_sighup_with_the_same_export() {
 #[test]
 fn an_edited_parameter_changes_methodology_scores_and_version_together() {
     let dir = temp_dir("reload-params");
-    let queries = dir.join("queries");
-    std::fs::create_dir_all(&queries).unwrap();
-    for entry in std::fs::read_dir(repo().join("queries")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, queries.join(path.file_name().unwrap())).unwrap();
-    }
+    let queries = copy_queries(&dir);
     let data = dir.join("catalog.parquet");
     // Energy index 100 × (3 − 1.5) / 2.7 = 55.555…; CO2 index 100 × (250 − 100) / 250 = 60;
     // pollutants 100 × (1 − (0.01/0.05 + 0.2/1.3 + 0.01/0.08) / 3) = 84.038…
