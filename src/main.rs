@@ -95,6 +95,12 @@ fn validate_cmd(args: ValidateArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        // The views run on both engines: Polars for the API, DataFusion for analysts' SQL.
+        let statements: Vec<String> = views.statements.iter().map(|(_, s)| s.clone()).collect();
+        if let Err(e) = eco_insights::engine::sql::tables::check_views(&statements) {
+            eprintln!("error: {}: the views cannot be read in analysts' SQL: {e}", queries.display());
+            return ExitCode::FAILURE;
+        }
         return match load::load_file_limited(&args.file, &views, args.input_limits()) {
             Ok(s) => {
                 println!(
@@ -296,6 +302,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
     }
     let views = Views::read(&args.queries, &cost)?;
+    // The views run on both engines: a view analysts' SQL cannot read is said in the log (on a
+    // thread of its own, beside the first load; the API serves it anyway).
+    let statements: Vec<String> = views.statements.iter().map(|(_, s)| s.clone()).collect();
+    let folder = args.queries.clone();
+    let _ = std::thread::Builder::new().name("eco-views-check".into()).spawn(move || {
+        if let Err(e) = eco_insights::engine::sql::tables::check_views(&statements) {
+            tracing::warn!(queries = %folder.display(), "the views cannot be read in analysts' SQL (the API serves them): {e}");
+        }
+    });
     let store = Arc::new(Store::new(None));
     // A remote export (s3:// or https://) is mirrored to a local file, which is then watched and
     // validated like a local export; the first poll happens before the first load.

@@ -543,3 +543,29 @@ fn the_reload_log_line_says_what_the_swap_changed() {
     assert!(line.contains(&format!("to={version}")), "{line}");
     assert!(app.logs().contains("dataset swapped in"));
 }
+
+/// A view that Polars computes but analysts' SQL cannot read (LOG1P is a Polars function
+/// DataFusion lacks): `validate --queries` refuses the folder naming the view, and `serve`
+/// serves the API and says so in its log; the shipped views pass.
+#[test]
+fn a_view_sql_cannot_read_is_named_by_validate_and_serve() {
+    let dir = temp_dir("view-sql-only-polars");
+    let queries = copy_queries(&dir);
+    let data = dir.join("catalog.parquet");
+    write_rows(&facet_rows(), &data);
+    let shipped = Command::new(binary()).arg("validate").arg(&data).arg("--queries").arg(&queries).output().unwrap();
+    assert!(shipped.status.success(), "{}", String::from_utf8_lossy(&shipped.stderr));
+    std::fs::write(
+        queries.join("03_vw_log.sql"),
+        "CREATE TABLE vw_log AS SELECT id, LOG1P(co2_fossil_g_km) AS log_co2 FROM catalog;\n",
+    )
+    .unwrap();
+    let out = Command::new(binary()).arg("validate").arg(&data).arg("--queries").arg(&queries).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot be read in analysts' SQL") && stderr.contains("vw_log"), "{stderr}");
+    let app = TestApp::serve(&dir, &data, &["--queries", queries.to_str().unwrap()]);
+    assert_eq!(app.get("/catalog/vehicles").0, 200);
+    let logs = app.logs();
+    assert!(logs.contains("cannot be read in analysts' SQL") && logs.contains("vw_log"), "{logs}");
+}

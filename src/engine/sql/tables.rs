@@ -377,3 +377,22 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
     }
     out.flush()
 }
+
+/// Plans the views' statements as the workers do, over an empty `catalog` of the input schema:
+/// the reason a view cannot be read in analysts' SQL (a function Polars offers and DataFusion
+/// does not, say), if any.
+pub fn check_views(statements: &[String]) -> Result<(), String> {
+    use datafusion::arrow::datatypes::{Field, Schema};
+    let mut fields = vec![Field::new(ID, DataType::Utf8, true)];
+    fields.extend(COLUMNS.iter().map(|c| Field::new(c.name, arrow_type(c.kind), true)));
+    fields.push(Field::new(crate::engine::dataset::load::FUEL_FOLD, DataType::Utf8, true));
+    let schema = Arc::new(Schema::new(fields));
+    let ctx = context(1, 64 << 20)?;
+    let empty = datafusion::catalog::MemTable::try_new(schema, vec![Vec::new()]).map_err(|e| e.to_string())?;
+    ctx.register_table("catalog", Arc::new(empty)).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("cannot start the SQL engine: {e}"))?;
+    let statements = Statements { statements: statements.to_vec(), definitions: BTreeMap::new() };
+    runtime.block_on(create_views(&ctx, &statements))
+}
