@@ -57,7 +57,7 @@ impl Engine {
         let statements = super::tables::statements(dir)?;
         let written = dir.join(super::mapped::WRITTEN);
         let offered = if written.is_dir() {
-            super::mapped::register(&ctx, &written, tables, self.threads, &statements.definitions)?
+            super::mapped::register(&ctx, &written, tables, self.threads, &statements.definitions())?
         } else {
             self.runtime.block_on(super::tables::register(&ctx, dir, tables, &statements))?
         };

@@ -308,8 +308,6 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
         let statements = super::tables::statements(dir)?;
         super::tables::register_export(&reading, dir).await?;
         let catalog = reading.table("catalog").await.map_err(|e| e.to_string())?;
-        let catalog_columns: Vec<(String, datafusion::arrow::datatypes::DataType)> =
-            catalog.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect();
         // In the served table's catalog order (marca, modelo, versao byte-wise, ano descending,
         // id): one brand's or model's rows are together, as filters and groups find them.
         let column = |name: &str| datafusion::logical_expr::col(datafusion::common::Column::new_unqualified(name));
@@ -334,14 +332,12 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
             // A column is the catalog's when the view passes the catalog's column of its name on
             // unchanged, through projections only.
             let passed = passed_on(&plan).unwrap_or_default();
-            let columns: Vec<(String, datafusion::arrow::datatypes::DataType)> =
-                view.schema().fields().iter().map(|f| (f.name().clone(), f.data_type().clone())).collect();
-            let (shared, own): (Vec<_>, Vec<_>) = columns.iter().enumerate().partition(|(i, c)| {
-                passed.get(*i).cloned().flatten().as_deref() == Some(c.0.as_str()) && catalog_columns.contains(c)
-            });
-            let shared: Vec<&(String, datafusion::arrow::datatypes::DataType)> =
-                shared.into_iter().map(|(_, c)| c).collect();
-            let own: Vec<&str> = own.iter().map(|(_, (n, _))| n.as_str()).collect();
+            let columns: Vec<String> = view.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let (shared, own): (Vec<(usize, &String)>, Vec<(usize, &String)>) = columns
+                .iter()
+                .enumerate()
+                .partition(|(i, name)| passed.get(*i).cloned().flatten().as_ref() == Some(*name));
+            let own: Vec<&str> = own.iter().map(|(_, n)| n.as_str()).collect();
             let file = tmp.join(format!("{name}.arrow"));
             let n = if own.is_empty() {
                 // Every column is the catalog's: an empty file (the worker reads the catalog's).
@@ -356,13 +352,8 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
             if !shared.is_empty() && n != rows {
                 return Err(format!("the view {name} has {n} rows, the catalog {rows}"));
             }
-            layouts.insert(
-                name.clone(),
-                Layout {
-                    columns: columns.iter().map(|(n, _)| n.clone()).collect(),
-                    shared: shared.iter().map(|(n, _)| n.clone()).collect(),
-                },
-            );
+            layouts
+                .insert(name.clone(), Layout { shared: shared.into_iter().map(|(_, n)| n.clone()).collect(), columns });
         }
         let text = serde_json::to_vec(&layouts).map_err(|e| e.to_string())?;
         std::fs::write(tmp.join(LAYOUT), text).map_err(|e| format!("cannot write the tables' layout: {e}"))

@@ -70,8 +70,21 @@ pub const STATEMENTS: &str = "views.json";
 pub struct Statements {
     /// Each statement of `queries/` in order, its constants filled in.
     pub statements: Vec<String>,
-    /// Each created table's defining query (`pg_get_viewdef`).
-    pub definitions: BTreeMap<String, String>,
+}
+
+impl Statements {
+    /// The defining query of every table the statements create, by name (the text after
+    /// `CREATE TABLE name AS`: Polars SQL, the formula constants in), for `pg_get_viewdef` and
+    /// the catalog's view definitions.
+    pub fn definitions(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        for stmt in &self.statements {
+            let Some((name, rest)) = created_table(stmt) else { continue };
+            let Some(query) = defining_query(rest) else { continue };
+            out.entry(name).or_insert_with(|| format!(" {query};"));
+        }
+        out
+    }
 }
 
 /// A view statement's created table: its name (unquoted, in lower case) and what follows
@@ -257,6 +270,7 @@ pub async fn register(
 ) -> Result<Vec<super::pg_catalog::Offered>, String> {
     let rows = register_export(ctx, dir).await?;
     create_views(ctx, statements).await?;
+    let definitions = statements.definitions();
     let mut offered = Vec::with_capacity(tables.len());
     for name in tables {
         let provider = ctx.table_provider(name.as_str()).await.map_err(|e| format!("no table {name}: {e}"))?;
@@ -265,7 +279,7 @@ pub async fn register(
             schema: provider.schema(),
             rows,
             view: name != "catalog",
-            definition: statements.definitions.get(name).cloned(),
+            definition: definitions.get(name).cloned(),
         });
     }
     Ok(offered)
@@ -393,6 +407,6 @@ pub fn check_views(statements: &[String]) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| format!("cannot start the SQL engine: {e}"))?;
-    let statements = Statements { statements: statements.to_vec(), definitions: BTreeMap::new() };
+    let statements = Statements { statements: statements.to_vec() };
     runtime.block_on(create_views(&ctx, &statements))
 }

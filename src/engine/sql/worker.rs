@@ -16,7 +16,7 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::engine::{Engine, Failure, Piece};
-use super::tables::{created_table, defining_query, Statements, EXPORT, STATEMENTS};
+use super::tables::{created_table, Statements, EXPORT, STATEMENTS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
 use crate::engine::dataset::snapshot::Snapshot;
@@ -89,19 +89,6 @@ pub enum Outcome {
     Failed(String),
     /// Cancelled by the client while it ran (its worker stopped).
     Cancelled,
-}
-
-/// The defining query of every table the views create, by name (the text after
-/// `CREATE TABLE name AS`, as the service computes it: Polars SQL, the formula constants in), for
-/// `pg_get_viewdef` and the catalog's view definitions.
-pub fn view_definitions(views: &Views) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    for (_, stmt) in &views.statements {
-        let Some((name, rest)) = created_table(stmt) else { continue };
-        let Some(query) = defining_query(rest) else { continue };
-        out.entry(name).or_insert_with(|| format!(" {query};"));
-    }
-    out
 }
 
 /// The table names a query may read: `catalog` and every table the views create.
@@ -274,10 +261,7 @@ fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), Str
             write_export(&export, snapshot)?;
         }
         let views = &snapshot.info.views;
-        let statements = Statements {
-            statements: views.statements.iter().map(|(_, stmt)| stmt.clone()).collect(),
-            definitions: view_definitions(views),
-        };
+        let statements = Statements { statements: views.statements.iter().map(|(_, stmt)| stmt.clone()).collect() };
         let text = serde_json::to_vec(&statements).map_err(|e| e.to_string())?;
         std::fs::write(tmp.join(STATEMENTS), text).map_err(|e| format!("cannot write the views: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
@@ -308,6 +292,34 @@ fn write_export(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
     let mut bytes = Vec::new();
     ParquetWriter::new(&mut bytes).finish(&mut frame).map_err(|e| failed(&e))?;
     super::tables::write_export_copy(&bytes, path).map_err(|e| failed(&e))
+}
+
+/// Starts `command`'s process at the lowest priority and in the idle scheduling class, within
+/// `data_limit` bytes of heap when given: it runs on the CPU time the operations leave (under
+/// full load a query may reach its deadline; the operations keep their throughput).
+fn at_idle_priority(command: &mut Command, data_limit: Option<u64>) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            command.pre_exec(move || {
+                if let Some(bytes) = data_limit {
+                    let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
+                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
+                }
+                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+                #[cfg(target_os = "linux")]
+                {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                }
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (command, data_limit);
 }
 
 /// Stops the process `pid` (a child of this one).
@@ -586,22 +598,7 @@ impl Runner {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: only async-signal-safe calls between fork and exec.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-                    #[cfg(target_os = "linux")]
-                    {
-                        let param = libc::sched_param { sched_priority: 0 };
-                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-                    }
-                    Ok(())
-                });
-            }
-        }
+        at_idle_priority(&mut command, None);
         let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pid) = ahead.take() {
             stop_process(pid);
@@ -785,27 +782,7 @@ impl Runner {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // SAFETY: only async-signal-safe calls between fork and exec.
-            unsafe {
-                command.pre_exec(move || {
-                    let limit = libc::rlimit { rlim_cur: budget as libc::rlim_t, rlim_max: budget as libc::rlim_t };
-                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
-                    // The lowest priority and the idle scheduling class: an analyst's query runs
-                    // on the CPU time the operations leave (under full load it may reach its
-                    // deadline; the operations keep their throughput).
-                    libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-                    #[cfg(target_os = "linux")]
-                    {
-                        let param = libc::sched_param { sched_priority: 0 };
-                        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-                    }
-                    Ok(())
-                });
-            }
-        }
+        at_idle_priority(&mut command, Some(budget));
         command
     }
 
@@ -1060,7 +1037,7 @@ mod tests {
         assert_eq!(written.column("id").unwrap().str().unwrap().get(0), Some(snapshot.id_at(0).to_string().as_str()));
         let statements: Statements = serde_json::from_slice(&std::fs::read(target.join(STATEMENTS)).unwrap()).unwrap();
         assert_eq!(statements.statements.len(), views.statements.len());
-        assert!(statements.definitions.contains_key("vw_eco_score"));
+        assert!(statements.definitions().contains_key("vw_eco_score"));
         assert!(!dir.join("an-older-version").exists(), "other versions' folders are removed");
         assert!(dir.join(EXPORTS).is_dir(), "the folder of exports stays");
         let _ = std::fs::remove_dir_all(dir);
