@@ -96,7 +96,7 @@ fn validate_cmd(args: ValidateArgs) -> ExitCode {
             }
         };
         // The views run on both engines: Polars for the API, DataFusion for analysts' SQL.
-        let statements: Vec<String> = views.statements.iter().map(|(_, s)| s.clone()).collect();
+        let statements = eco_insights::engine::sql::tables::Statements::of(&views);
         if let Err(e) = eco_insights::engine::sql::tables::check_views(&statements) {
             eprintln!("error: {}: the views cannot be read in analysts' SQL: {e}", queries.display());
             return ExitCode::FAILURE;
@@ -304,7 +304,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let views = Views::read(&args.queries, &cost)?;
     // The views run on both engines: a view analysts' SQL cannot read is said in the log (on a
     // thread of its own, beside the first load; the API serves it anyway).
-    let statements: Vec<String> = views.statements.iter().map(|(_, s)| s.clone()).collect();
+    let statements = eco_insights::engine::sql::tables::Statements::of(&views);
     let folder = args.queries.clone();
     let _ = std::thread::Builder::new().name("eco-views-check".into()).spawn(move || {
         if let Err(e) = eco_insights::engine::sql::tables::check_views(&statements) {

@@ -333,10 +333,10 @@ pub fn write_ahead(dir: &Path, tables: &[String]) -> Result<(), String> {
             // unchanged, through projections only.
             let passed = passed_on(&plan).unwrap_or_default();
             let columns: Vec<String> = view.schema().fields().iter().map(|f| f.name().clone()).collect();
-            let (shared, own): (Vec<(usize, &String)>, Vec<(usize, &String)>) = columns
+            let (shared, own): (Vec<_>, Vec<_>) = columns
                 .iter()
                 .enumerate()
-                .partition(|(i, name)| passed.get(*i).cloned().flatten().as_ref() == Some(*name));
+                .partition(|&(i, name)| passed.get(i).cloned().flatten().as_ref() == Some(name));
             let own: Vec<&str> = own.iter().map(|(_, n)| n.as_str()).collect();
             let file = tmp.join(format!("{name}.arrow"));
             let n = if own.is_empty() {

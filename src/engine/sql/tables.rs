@@ -73,6 +73,11 @@ pub struct Statements {
 }
 
 impl Statements {
+    /// The statements of `views`, in order.
+    pub fn of(views: &crate::engine::dataset::views::Views) -> Statements {
+        Statements { statements: views.statements.iter().map(|(_, stmt)| stmt.clone()).collect() }
+    }
+
     /// The defining query of every table the statements create, by name (the text after
     /// `CREATE TABLE name AS`: Polars SQL, the formula constants in), for `pg_get_viewdef` and
     /// the catalog's view definitions.
@@ -395,7 +400,7 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
 /// Plans the views' statements as the workers do, over an empty `catalog` of the input schema:
 /// the reason a view cannot be read in analysts' SQL (a function Polars offers and DataFusion
 /// does not, say), if any.
-pub fn check_views(statements: &[String]) -> Result<(), String> {
+pub fn check_views(statements: &Statements) -> Result<(), String> {
     use datafusion::arrow::datatypes::{Field, Schema};
     let mut fields = vec![Field::new(ID, DataType::Utf8, true)];
     fields.extend(COLUMNS.iter().map(|c| Field::new(c.name, arrow_type(c.kind), true)));
@@ -407,6 +412,5 @@ pub fn check_views(statements: &[String]) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| format!("cannot start the SQL engine: {e}"))?;
-    let statements = Statements { statements: statements.to_vec() };
-    runtime.block_on(create_views(&ctx, &statements))
+    runtime.block_on(create_views(&ctx, statements))
 }

@@ -260,8 +260,7 @@ fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), Str
         if !moved {
             write_export(&export, snapshot)?;
         }
-        let views = &snapshot.info.views;
-        let statements = Statements { statements: views.statements.iter().map(|(_, stmt)| stmt.clone()).collect() };
+        let statements = Statements::of(&snapshot.info.views);
         let text = serde_json::to_vec(&statements).map_err(|e| e.to_string())?;
         std::fs::write(tmp.join(STATEMENTS), text).map_err(|e| format!("cannot write the views: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
