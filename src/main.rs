@@ -50,7 +50,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
-        Command::SqlWorker => return ExitCode::from(eco_insights::engine::sql::worker::run_worker() as u8),
+        Command::SqlWorker { idle_after_first } => {
+            return ExitCode::from(eco_insights::engine::sql::worker::run_worker(idle_after_first) as u8)
+        }
         Command::SqlTables { dir, tables } => {
             return match eco_insights::engine::sql::mapped::write_ahead(&dir, &tables) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -339,6 +341,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sql.exports_dir(),
         eco_insights::engine::sql::tables::write_export_copy,
     );
+    // The first load's export, once kept, readies a query worker while the load goes on.
+    eco_insights::engine::dataset::load::when_first_export_kept({
+        let (sql, views) = (Arc::clone(&sql), views.clone());
+        Box::new(move |version| sql.warm_early(version, &views))
+    });
     let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
     // The router and its OpenAPI document depend on no dataset: they are built on a thread of
     // their own while the first load runs.

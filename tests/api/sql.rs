@@ -341,6 +341,37 @@ fn generate(rows: usize, seed: u64, out: &std::path::Path) {
     assert!(generated.success());
 }
 
+/// The query workers the service `pid` runs (its `sql-worker` children).
+fn workers_of(pid: u32) -> Vec<u32> {
+    let mut workers: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            let parent = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok());
+            let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+            parent == Some(pid) && cmdline.split(|&b| b == 0).any(|arg| arg == b"sql-worker")
+        })
+        .collect();
+    workers.sort_unstable();
+    workers
+}
+
+/// Whether every thread of the process `pid` is in the idle scheduling class (`SCHED_IDLE`, 5:
+/// the 41st field of its stat).
+fn all_threads_idle(pid: u32) -> bool {
+    let tasks: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    !tasks.is_empty()
+        && tasks.iter().all(|tid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).unwrap_or_default();
+            let policy = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(38).map(str::to_string));
+            policy.as_deref() == Some("5")
+        })
+}
+
 fn vm_hwm_kb(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap()
@@ -433,6 +464,20 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     let app = TestApp::serve(&dir, &data, &[]);
     let (_, ready) = app.get("/readyz");
     let version = ready["dataset"]["version"].as_str().unwrap().to_string();
+    // A worker was readied on the export while the load went on, then lowered itself, every
+    // thread of it, to the idle scheduling class like every worker.
+    let readied = format!("SQL worker readied while the dataset loads version={version}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app.logs().contains(&readied) {
+        assert!(Instant::now() < deadline, "no worker readied early; log:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let early = workers_of(app.pid());
+    assert!(!early.is_empty(), "no SQL worker runs");
+    while !early.iter().all(|&w| all_threads_idle(w)) {
+        assert!(Instant::now() < deadline, "a readied worker still runs at the normal priority");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let before = vm_hwm_kb(app.pid());
     let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
     assert_eq!(status, 200, "{body}");
@@ -441,6 +486,9 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(rows_of(&body)[0]["n"], 500_000, "{body}");
     assert_eq!(rows_of(&body)[0]["faixas"], 4, "{body}");
+    let now = workers_of(app.pid());
+    assert!(early.iter().all(|w| now.contains(w)), "the readied worker is gone: {early:?} then {now:?}");
+    assert!(now.iter().all(|&w| all_threads_idle(w)), "a worker runs at the normal priority");
     let grown = vm_hwm_kb(app.pid()).saturating_sub(before);
     assert!(grown < 64 * 1024, "the service's peak grew by {grown} KB with the first queries");
     let kept =

@@ -175,6 +175,25 @@ pub fn keep_exports_in(dir: std::path::PathBuf, write: ExportWriter) {
     let _ = KEPT_EXPORTS.set((dir, write));
 }
 
+/// What is called when a first load (nothing serving yet) has kept its export: with the
+/// version, while the load goes on.
+pub type FirstKept = Box<dyn Fn(&str) + Send + Sync>;
+
+static FIRST_KEPT: std::sync::OnceLock<FirstKept> = std::sync::OnceLock::new();
+
+/// Calls `then` each time a first load has kept its export (see [`first_export_kept`]). Set
+/// once, by the service.
+pub fn when_first_export_kept(then: FirstKept) {
+    let _ = FIRST_KEPT.set(then);
+}
+
+/// Says that a first load (nothing serving yet) has kept the export of `version`, if it has.
+pub fn first_export_kept(version: &str) {
+    if let (Some(then), Some(_)) = (FIRST_KEPT.get(), kept_export(version)) {
+        then(version);
+    }
+}
+
 /// The kept copy of `version`'s export, if there is one.
 pub fn kept_export(version: &str) -> Option<std::path::PathBuf> {
     let path = KEPT_EXPORTS.get()?.0.join(format!("{version}.parquet"));

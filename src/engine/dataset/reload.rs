@@ -90,7 +90,9 @@ pub fn load_export(
             // The export is kept for analysts' SQL on the same core, once its version is known.
             let digest = scope.spawn(|| {
                 let digest = load::export_digest(&bytes);
-                load::keep_export(&bytes, &load::version_from(&digest, views));
+                let version = load::version_from(&digest, views);
+                load::keep_export(&bytes, &version);
+                load::first_export_kept(&version);
                 digest
             });
             let raw = load::read_parquet(&bytes, &data.display().to_string(), limits.max_rows);

@@ -41,6 +41,22 @@ const QUERY_FAILED: u8 = 3;
 /// A worker's answer: the query outgrew the memory budget.
 const OUT_OF_MEMORY: u8 = 4;
 
+/// The query a warm worker is readied with: its session made, no row read.
+const READY_SQL: &str = "SELECT 1 AS ready FROM catalog WHERE false";
+
+/// The worker's argument asking it to lower itself to the idle priority once it has answered
+/// its first request (see [`Runner::warm_early`]).
+const IDLE_AFTER_FIRST: &str = "--idle-after-first";
+
+/// At which priority a worker starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Priority {
+    /// Idle from its start: every worker answering queries.
+    Idle,
+    /// Normal until its first request is answered, then idle.
+    IdleAfterFirst,
+}
+
 /// What the service sends a worker.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
@@ -110,8 +126,10 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
 /// for an answer written to the request's file); a streamed request is answered with
 /// [`STREAM_SCHEMA`], a [`STREAM_BATCH`] per record batch as it is computed, then [`STREAM_END`]
 /// (or the failure). It keeps the last version's
-/// tables mapped for the next queries on it. Ends when its input ends.
-pub fn run_worker() -> i32 {
+/// tables mapped for the next queries on it. Ends when its input ends. With `idle_after_first`,
+/// it lowers itself to the idle priority once its first request is answered.
+pub fn run_worker(idle_after_first: bool) -> i32 {
+    let mut lower = idle_after_first;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
@@ -172,6 +190,9 @@ pub fn run_worker() -> i32 {
         };
         if write_frame(&mut output, status, &[&payload]).is_err() {
             return 2;
+        }
+        if std::mem::take(&mut lower) {
+            lower_priority();
         }
     }
 }
@@ -243,12 +264,17 @@ fn stale(name: &str, keep: &str) -> bool {
     }
 }
 
-/// Makes the folder `target` in `dir` of `snapshot`'s tables: its export (the copy the load
-/// kept, moved in; written from the snapshot when none was kept) and its views' statements. In a
+/// Makes the folder `target` in `dir` of `version`'s tables: its export (the copy the load
+/// kept, moved in; written from `snapshot` when none was kept) and its views' statements. In a
 /// temporary folder first, renamed into place once complete, so a folder is never half-made.
 /// Removes the other versions' folders and the temporary folders of processes that are gone.
-fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), String> {
-    let version = &snapshot.info.version;
+fn make_tables(
+    dir: &Path,
+    version: &str,
+    views: &Views,
+    snapshot: Option<&Snapshot>,
+    target: &Path,
+) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let tmp = dir.join(format!(".{version}.{}.tmp", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
@@ -258,9 +284,9 @@ fn make_tables(dir: &Path, snapshot: &Snapshot, target: &Path) -> Result<(), Str
         let moved = crate::engine::dataset::load::kept_export(version)
             .is_some_and(|kept| std::fs::rename(&kept, &export).is_ok() || std::fs::copy(&kept, &export).is_ok());
         if !moved {
-            write_export(&export, snapshot)?;
+            write_export(&export, snapshot.ok_or("the export was not kept")?)?;
         }
-        let statements = Statements::of(&snapshot.info.views);
+        let statements = Statements::of(views);
         let text = serde_json::to_vec(&statements).map_err(|e| e.to_string())?;
         std::fs::write(tmp.join(STATEMENTS), text).map_err(|e| format!("cannot write the views: {e}"))?;
         std::fs::rename(&tmp, target).map_err(|e| format!("cannot rename a folder of tables: {e}"))
@@ -296,7 +322,8 @@ fn write_export(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
 /// Starts `command`'s process at the lowest priority and in the idle scheduling class, within
 /// `data_limit` bytes of heap when given: it runs on the CPU time the operations leave (under
 /// full load a query may reach its deadline; the operations keep their throughput).
-fn at_idle_priority(command: &mut Command, data_limit: Option<u64>) {
+/// With `idle` false, only the memory limit: the process lowers itself (see [`lower_priority`]).
+fn at_idle_priority(command: &mut Command, data_limit: Option<u64>, idle: bool) {
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -307,18 +334,43 @@ fn at_idle_priority(command: &mut Command, data_limit: Option<u64>) {
                     let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
                     libc::setrlimit(libc::RLIMIT_DATA, &limit);
                 }
-                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-                #[cfg(target_os = "linux")]
-                {
-                    let param = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
+                if idle {
+                    to_idle_priority(0);
                 }
                 Ok(())
             });
         }
     }
     #[cfg(not(unix))]
-    let _ = (command, data_limit);
+    let _ = (command, data_limit, idle);
+}
+
+/// Puts the thread `tid` (0: the calling one) at the lowest priority, in the idle scheduling
+/// class where there is one.
+#[cfg(unix)]
+fn to_idle_priority(tid: libc::pid_t) {
+    // SAFETY: plain system calls on a thread of this process.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        #[cfg(target_os = "linux")]
+        {
+            let param = libc::sched_param { sched_priority: 0 };
+            libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param);
+        }
+    }
+}
+
+/// Lowers every thread of this process to the idle priority (threads started later inherit it
+/// from the thread starting them): a worker readied early, once its session is made.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+        if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<libc::pid_t>().ok()) {
+            to_idle_priority(tid);
+        }
+    }
+    #[cfg(all(unix, not(target_os = "linux")))]
+    to_idle_priority(0);
 }
 
 /// Stops the process `pid` (a child of this one).
@@ -364,6 +416,8 @@ pub struct Runner {
     writing: Mutex<()>,
     /// The process writing a version's tables ahead, if one was started (its id).
     ahead: Arc<Mutex<Option<u32>>>,
+    /// The version whose tables were last considered for writing ahead.
+    ahead_version: Mutex<Option<String>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
     /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
@@ -540,6 +594,7 @@ impl Runner {
             dir,
             writing: Default::default(),
             ahead: Default::default(),
+            ahead_version: Default::default(),
             program,
         }
     }
@@ -570,20 +625,71 @@ impl Runner {
     }
 
     /// The folder of `snapshot`'s version's tables, made on first use (in milliseconds: the kept
-    /// export is moved in; older versions' folders are removed then).
+    /// export is moved in; older versions' folders are removed then), and its tables then
+    /// written ahead when it is small enough.
     fn tables_dir(&self, snapshot: &Snapshot) -> Result<PathBuf, String> {
-        let path = self.dir.join(&snapshot.info.version);
-        if path.is_dir() {
+        let info = &snapshot.info;
+        let path = self.dir.join(&info.version);
+        let begun = |v: &Option<String>| v.as_deref() == Some(info.version.as_str());
+        if path.is_dir() && begun(&self.ahead_version.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok(path);
         }
         let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         if !path.is_dir() {
-            make_tables(&self.dir, snapshot, &path)?;
-            if snapshot.info.rows <= super::mapped::AHEAD_MAX_ROWS {
-                self.write_ahead(&path, offered_tables(&snapshot.info.views));
+            make_tables(&self.dir, &info.version, &info.views, Some(snapshot), &path)?;
+        }
+        let mut ahead = self.ahead_version.lock().unwrap_or_else(|e| e.into_inner());
+        if !begun(&ahead) {
+            *ahead = Some(info.version.clone());
+            if info.rows <= super::mapped::AHEAD_MAX_ROWS {
+                self.write_ahead(&path, offered_tables(&info.views));
             }
         }
         Ok(path)
+    }
+
+    /// Readies a warm worker on `version`'s export while the first load still computes the
+    /// version's table (the load has kept the export and knows its version): its folder of
+    /// tables made, a worker started at the normal priority, its session made, then lowered to
+    /// the idle priority like every worker. The first SQL query once the version serves pays
+    /// only for itself. Only for a first load: nothing else serves yet, so no folder in use is
+    /// replaced. If the load then fails, the next version's folder and workers replace these.
+    pub fn warm_early(self: &Arc<Self>, version: &str, views: &Views) {
+        let (runner, version, views) = (Arc::clone(self), version.to_string(), views.clone());
+        let spawned = std::thread::Builder::new().name("eco-sql-early".into()).spawn(move || {
+            let path = runner.dir.join(&version);
+            let started = Instant::now();
+            let readied = (|| {
+                {
+                    let _one = runner.writing.lock().unwrap_or_else(|e| e.into_inner());
+                    if !path.is_dir() {
+                        make_tables(&runner.dir, &version, &views, None, &path).map_err(Outcome::Failed)?;
+                    }
+                }
+                let _slot = runner.slot()?;
+                let request = runner.request_on(path.clone(), offered_tables(&views), READY_SQL);
+                let warm = runner.spawn_warm(&path, Priority::IdleAfterFirst).map_err(Outcome::Failed)?;
+                let mut warm = runner.write_request(warm, &request)?;
+                match runner.receive(&mut warm, started + runner.limits.timeout, None) {
+                    Received::Message(ROWS | ROWS_IN_FILE, _) => {
+                        runner.keep(warm);
+                        Ok(())
+                    }
+                    other => Err(runner.failure(warm, other)),
+                }
+            })();
+            match readied {
+                Ok(()) => tracing::info!(
+                    %version,
+                    ms = started.elapsed().as_millis() as u64,
+                    "SQL worker readied while the dataset loads"
+                ),
+                Err(outcome) => tracing::warn!(%version, "no SQL worker could be readied early: {outcome:?}"),
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start readying an SQL worker early: {e}");
+        }
     }
 
     /// Starts writing the tables of the version folder `path` ahead, in a process of its own at
@@ -597,7 +703,7 @@ impl Runner {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        at_idle_priority(&mut command, None);
+        at_idle_priority(&mut command, None, true);
         let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pid) = ahead.take() {
             stop_process(pid);
@@ -644,7 +750,7 @@ impl Runner {
         if let Err(e) = self.tables_dir(snapshot) {
             return tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}");
         }
-        match self.run(snapshot, "SELECT 1 AS ready FROM catalog WHERE false") {
+        match self.run(snapshot, READY_SQL) {
             Outcome::Rows { .. } | Outcome::Busy => {}
             other => tracing::warn!(version = %snapshot.info.version, "no SQL worker could be readied: {other:?}"),
         }
@@ -755,33 +861,41 @@ impl Runner {
         shape: impl FnOnce(&mut Request),
     ) -> Result<Request, Outcome> {
         let tables_dir = self.tables_dir(snapshot).map_err(Outcome::Failed)?;
-        let mut request = Request {
+        let mut request = self.request_on(tables_dir, offered_tables(&snapshot.info.views), sql);
+        shape(&mut request);
+        Ok(request)
+    }
+
+    /// The plain request for `sql` on the tables in `tables_dir`.
+    fn request_on(&self, tables_dir: PathBuf, tables: Vec<String>, sql: &str) -> Request {
+        Request {
             tables_dir,
-            tables: offered_tables(&snapshot.info.views),
+            tables,
             sql: sql.to_string(),
             max_rows: self.limits.max_rows,
             memory_bytes: self.limits.memory_bytes,
             describe: false,
             answer_file: None,
             stream: false,
-        };
-        shape(&mut request);
-        Ok(request)
+        }
     }
 
     /// The worker command, within the limits (memory budget, priority, threads).
-    fn command(&self) -> Command {
+    fn command(&self, priority: Priority) -> Command {
         let budget = self.limits.memory_bytes;
         let mut command = Command::new(&self.program);
+        command.arg("sql-worker");
+        if priority == Priority::IdleAfterFirst {
+            command.arg(IDLE_AFTER_FIRST);
+        }
         command
-            .arg("sql-worker")
             .env("POLARS_MAX_THREADS", "2")
             .env("RAYON_NUM_THREADS", "2")
             .env("MIMALLOC_PURGE_DELAY", "0")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        at_idle_priority(&mut command, Some(budget));
+        at_idle_priority(&mut command, Some(budget), priority == Priority::Idle);
         command
     }
 
@@ -801,8 +915,8 @@ impl Runner {
     }
 
     /// Starts a warm worker.
-    fn spawn_warm(&self, tables_dir: &Path) -> Result<Warm, String> {
-        let mut command = self.command();
+    fn spawn_warm(&self, tables_dir: &Path, priority: Priority) -> Result<Warm, String> {
+        let mut command = self.command(priority);
         let mut child = command.spawn().map_err(|e| format!("cannot start the SQL worker: {e}"))?;
         let stdin = child.stdin.take().ok_or("no worker input")?;
         let mut stdout = child.stdout.take().ok_or("no worker output")?;
@@ -872,10 +986,15 @@ impl Runner {
             }
             chosen
         };
-        let mut warm = match kept {
+        let warm = match kept {
             Some(w) => w,
-            None => self.spawn_warm(&request.tables_dir).map_err(Outcome::Failed)?,
+            None => self.spawn_warm(&request.tables_dir, Priority::Idle).map_err(Outcome::Failed)?,
         };
+        self.write_request(warm, request)
+    }
+
+    /// `request` written to `warm`'s input (the worker stopped if it cannot be).
+    fn write_request(&self, mut warm: Warm, request: &Request) -> Result<Warm, Outcome> {
         let body = serde_json::to_vec(request).unwrap_or_default();
         let sent = warm
             .stdin
@@ -1029,7 +1148,11 @@ mod tests {
         std::fs::create_dir_all(dir.join(EXPORTS)).unwrap();
         std::fs::create_dir_all(dir.join("an-older-version")).unwrap();
         let target = dir.join(&snapshot.info.version);
-        make_tables(&dir, &snapshot, &target).unwrap();
+        // Without the snapshot, nothing kept: refused (nothing to write the export from).
+        let refused = make_tables(&dir, &snapshot.info.version, &views, None, &target).unwrap_err();
+        assert!(refused.contains("not kept"), "{refused}");
+        assert!(!target.exists() && dir.join("an-older-version").is_dir(), "a refused folder changes nothing");
+        make_tables(&dir, &snapshot.info.version, &views, Some(&snapshot), &target).unwrap();
         let export = std::fs::File::open(target.join(EXPORT)).unwrap();
         let written = ParquetReader::new(export).finish().unwrap();
         assert_eq!(written.height(), 200);
