@@ -10,9 +10,11 @@
 //! syntax error, an unknown name or another invalid query, PERMISSION_DENIED for a statement or
 //! function that writes or reads a file, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED for a query
 //! stopped at the time limit or the memory budget (and a key over its quota), UNAVAILABLE while
-//! no dataset is loaded or every query slot is busy; messages as the HTTP door's.
+//! no dataset is loaded or every query slot is busy; messages as the HTTP door's. A command,
+//! ticket or action body that does not decode is INVALID_ARGUMENT (see [`checked`]).
 
 pub mod auth;
+mod checked;
 mod metadata;
 
 use std::collections::HashMap;
@@ -751,7 +753,7 @@ pub async fn serve(listener: TcpListener, state: FlightState) {
             }
         }
     };
-    let service = FlightServiceServer::with_interceptor(door, signed_in);
+    let service = FlightServiceServer::with_interceptor(checked::Checked(door), signed_in);
     let mut builder = Server::builder()
         .tcp_nodelay(true)
         .http2_keepalive_interval(Some(Duration::from_secs(30)))

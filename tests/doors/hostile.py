@@ -695,6 +695,11 @@ def flight_checks(results: list[tuple[str, str, str, bool]], messages: dict[str,
     wrong = collections.Counter(f"{op} ({mode}): {o}" for mode, op, o, fine in results if not fine)
     check(f"flight: all {calls} hostile calls ended with a Flight error or an answer within 5 s",
           len(results) == calls and not wrong, f"{len(results)} calls made; {dict(wrong)}")
+    # A command, ticket or action body that does not decode is the client's error, never the
+    # door's: INVALID_ARGUMENT, not INTERNAL.
+    internal = collections.Counter(f"{op} ({mode})" for mode, op, o, _ in results if o == "FlightInternalError")
+    check("flight: no hostile call answered INTERNAL", not internal,
+          f"{dict(internal)}; first: {messages.get('FlightInternalError', '')}")
     # The sign-in is checked before a command's bytes are decoded: whatever they hold, a call
     # without a valid token is UNAUTHENTICATED.
     other = collections.Counter(f"{op}: {o}" for op, o in unsigned if o != "FlightUnauthenticatedError")
