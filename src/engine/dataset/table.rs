@@ -223,15 +223,21 @@ impl Table {
             let values = self.frame.column(column)?.cast(&DataType::Float64)?;
             let round = column == "autonomia_eletrica_km";
             let decimals = self.casas.metricas;
-            Ok(values
-                .f64()?
-                .iter()
-                .map(|v| match v {
-                    Some(x) if round => round_published(x, decimals),
-                    Some(x) => x,
-                    None => f64::NAN,
-                })
-                .collect())
+            // By chunk, over the values and the validity (an iterator of options costs more
+            // than the values: at 10M rows a tenth of a second per column).
+            let values = values.f64()?;
+            let publish = |x: f64| if round { round_published(x, decimals) } else { x };
+            let mut out = Vec::with_capacity(values.len());
+            for chunk in values.downcast_iter() {
+                let xs = chunk.values().as_slice();
+                match chunk.validity().filter(|v| v.unset_bits() > 0) {
+                    None => out.extend(xs.iter().map(|&x| publish(x))),
+                    Some(valid) => {
+                        out.extend(xs.iter().zip(valid.iter()).map(|(&x, ok)| if ok { publish(x) } else { f64::NAN }))
+                    }
+                }
+            }
+            Ok(out)
         });
         match computed {
             Ok(values) => Ok(values),

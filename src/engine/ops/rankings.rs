@@ -13,9 +13,10 @@ use rayon::prelude::*;
 
 #[cfg(test)]
 use super::filters::published_mean;
-use super::filters::{published, Filters};
-use crate::engine::dataset::formula::Casas;
-use crate::engine::dataset::table::{Table, Vehicle, ID_RANK, ROW};
+use super::filters::Filters;
+#[cfg(test)]
+use crate::engine::dataset::table::ROW;
+use crate::engine::dataset::table::{Table, Vehicle, ID_RANK};
 
 /// Largest `top` a parameterised ranking accepts.
 pub const MAX_TOP: u32 = 100;
@@ -29,6 +30,7 @@ pub const FIXED_TOP: u32 = 10;
 pub const OVERVIEW_TOP: usize = 5;
 
 /// Temporary column holding the ranked value.
+#[cfg(test)]
 const VALUE: &str = "__valor";
 /// Temporary columns of the grouped plan.
 #[cfg(test)]
@@ -198,70 +200,51 @@ pub struct FixedRankings {
 /// One fixed ranking: what it ranks and how it is labelled.
 struct FixedSpec {
     kind: FixedKind,
+    /// The column ranked, by its published values (see `Table::published`).
     metric_name: &'static str,
     unit: &'static str,
-    /// The published value (rounded to the precision of the responses).
-    value: Expr,
     order: Order,
 }
 
 impl FixedSpec {
-    fn all(casas: Casas) -> [FixedSpec; 4] {
+    fn all() -> [FixedSpec; 4] {
         [
             FixedSpec {
                 kind: FixedKind::MostEconomical,
                 metric_name: "eficiencia_media_referencia",
                 unit: "km/unidade",
-                value: col("eficiencia_media_referencia"),
                 order: Order::Desc,
             },
             FixedSpec {
                 kind: FixedKind::LowestCo2,
                 metric_name: "co2_referencia_g_km",
                 unit: "g/km",
-                value: col("co2_referencia_g_km"),
                 order: Order::Asc,
             },
             FixedSpec {
                 kind: FixedKind::LongestElectricRange,
                 metric_name: "autonomia_eletrica_km",
                 unit: "km",
-                // An input column: published like every metric (half to even).
-                value: published(col("autonomia_eletrica_km").cast(DataType::Float64), casas.metricas),
+                // An input column: published like every metric (half to even, see
+                // `Table::published`).
                 order: Order::Desc,
             },
-            FixedSpec {
-                kind: FixedKind::BestEcoScore,
-                metric_name: "eco_score",
-                unit: "pontos",
-                value: col("eco_score"),
-                order: Order::Desc,
-            },
+            FixedSpec { kind: FixedKind::BestEcoScore, metric_name: "eco_score", unit: "pontos", order: Order::Desc },
         ]
     }
 
     /// The top `n` vehicles of the whole dataset with their ranked values: one pass over the
-    /// values keeping the best `n` (the sort's order: the value, then the id ascending), rows
-    /// without a finite value left out. No sort of the whole table: at 10M rows a sort took
-    /// seconds of both cores right when the service starts answering.
+    /// published values (the table's, kept for the range filters) keeping the best `n` (the
+    /// sort's order: the value, then the id ascending), rows without a finite value left out.
+    /// No sort of the whole table, no column copied: at 10M rows a sort held both cores for
+    /// seconds right when the service starts answering.
     fn top(&self, table: &Table, n: u32) -> PolarsResult<FixedTop> {
-        let mut df = table
-            .lazy()
-            .select([col(ROW), col(ID_RANK), self.value.clone().cast(DataType::Float64).alias(VALUE)])
-            .collect()?;
-        df.rechunk_mut();
-        let rows = df.column(ROW)?.cast(&DataType::UInt32)?;
-        let (rows, ranks, values) = (rows.u32()?, df.column(ID_RANK)?.u32()?, df.column(VALUE)?.f64()?);
-        let (Some(rows), Some(ranks), Some(values)) =
-            (rows.downcast_iter().next(), ranks.downcast_iter().next(), values.downcast_iter().next())
-        else {
-            return Ok(FixedTop { kind: self.kind, metric: self.metric_name, unit: self.unit, entries: Vec::new() });
-        };
-        if polars_arrow::array::Array::null_count(rows) > 0 || polars_arrow::array::Array::null_count(ranks) > 0 {
-            polars_bail!(ComputeError: "rows without a row number or an id rank");
+        let values = table.published(self.metric_name)?;
+        let ranks = table.frame().column(ID_RANK)?.u32()?.rechunk();
+        let ranks = ranks.cont_slice()?;
+        if ranks.len() != values.len() {
+            polars_bail!(ComputeError: "the id ranks are not the table's rows");
         }
-        let (rows, ranks, validity) = (rows.values(), ranks.values(), values.validity());
-        let values = values.values();
         // Each core keeps the best of a part of the rows; the parts' best are merged.
         let part = values.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 16);
         let descending = self.order.descending();
@@ -270,9 +253,8 @@ impl FixedSpec {
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|start| {
-                let candidates = (start..(start + part).min(values.len()))
-                    .filter(|&i| validity.is_none_or(|v| v.get_bit(i)) && values[i].is_finite())
-                    .map(|i| (values[i], ranks[i], rows[i]));
+                let rows = start..(start + part).min(values.len());
+                let candidates = rows.filter(|&i| values[i].is_finite()).map(|i| (values[i], ranks[i], i as u32));
                 best_n(candidates, n as usize, descending)
             })
             .collect();
@@ -311,7 +293,7 @@ pub fn fixed(table: &Table) -> PolarsResult<Arc<FixedRankings>> {
 impl FixedRankings {
     /// Computes every fixed ranking of a table.
     pub fn compute(table: &Table) -> PolarsResult<FixedRankings> {
-        let [economical, co2, electric, eco] = FixedSpec::all(table.casas);
+        let [economical, co2, electric, eco] = FixedSpec::all();
         Ok(FixedRankings {
             most_economical: economical.top(table, FIXED_TOP)?,
             lowest_co2: co2.top(table, FIXED_TOP)?,

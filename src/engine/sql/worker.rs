@@ -418,6 +418,8 @@ pub struct Runner {
     ahead: Arc<Mutex<Option<u32>>>,
     /// The version whose tables were last considered for writing ahead.
     ahead_version: Mutex<Option<String>>,
+    /// The folder of tables a worker was readied on while its version loaded.
+    readied: Mutex<Option<PathBuf>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
     /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
@@ -595,6 +597,7 @@ impl Runner {
             writing: Default::default(),
             ahead: Default::default(),
             ahead_version: Default::default(),
+            readied: Default::default(),
             program,
         }
     }
@@ -673,6 +676,7 @@ impl Runner {
                 match runner.receive(&mut warm, started + runner.limits.timeout, None) {
                     Received::Message(ROWS | ROWS_IN_FILE, _) => {
                         runner.keep(warm);
+                        *runner.readied.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
                         Ok(())
                     }
                     other => Err(runner.failure(warm, other)),
@@ -745,10 +749,16 @@ impl Runner {
     /// Makes the folder of `snapshot`'s version's tables as soon as it serves, so the export the
     /// load kept does not wait in the folder of exports, and readies a warm worker on it (its
     /// session made: the export's footer read, the views planned), so the version's first query
-    /// pays only for itself.
+    /// pays only for itself. Nothing more when a worker was readied on the version while it
+    /// loaded: the readying query would take it from an analyst's first query, or start a second
+    /// worker (forking the whole service) while the first answers one.
     pub fn prepare(&self, snapshot: &Arc<Snapshot>) {
-        if let Err(e) = self.tables_dir(snapshot) {
-            return tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}");
+        let path = match self.tables_dir(snapshot) {
+            Ok(path) => path,
+            Err(e) => return tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}"),
+        };
+        if self.readied.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&path) {
+            return;
         }
         match self.run(snapshot, READY_SQL) {
             Outcome::Rows { .. } | Outcome::Busy => {}
