@@ -336,16 +336,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let kept = args.state_dir.clone().map(StateDir::new);
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));
-    // Every export a load reads is kept for analysts' SQL (which reads it where it lies).
+    // Every export a load reads is kept for analysts' SQL (which reads it where it lies); a first
+    // load's, once kept, readies a query worker while the load goes on.
     eco_insights::engine::dataset::load::keep_exports_in(
         sql.exports_dir(),
         eco_insights::engine::sql::tables::write_export_copy,
+        {
+            let (sql, views) = (Arc::clone(&sql), views.clone());
+            Box::new(move |version| sql.warm_early(version, &views))
+        },
     );
-    // The first load's export, once kept, readies a query worker while the load goes on.
-    eco_insights::engine::dataset::load::when_first_export_kept({
-        let (sql, views) = (Arc::clone(&sql), views.clone());
-        Box::new(move |version| sql.warm_early(version, &views))
-    });
     let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
     // The router and its OpenAPI document depend on no dataset: they are built on a thread of
     // their own while the first load runs.

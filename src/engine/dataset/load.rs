@@ -161,8 +161,13 @@ pub fn fuel_fold_encoded(df: &DataFrame) -> PolarsResult<Column> {
 /// How a kept export is written: its bytes to a path.
 pub type ExportWriter = fn(&[u8], &Path) -> std::io::Result<()>;
 
-/// Where loads keep the exports they read, and how (see [`keep_exports_in`]).
-static KEPT_EXPORTS: std::sync::OnceLock<(std::path::PathBuf, ExportWriter)> = std::sync::OnceLock::new();
+/// What is called when a first load (nothing serving yet) has kept its export: with the
+/// version, while the load goes on.
+pub type FirstKept = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Where loads keep the exports they read, how, and what a first load's kept export starts (see
+/// [`keep_exports_in`]).
+static KEPT_EXPORTS: std::sync::OnceLock<(std::path::PathBuf, ExportWriter, FirstKept)> = std::sync::OnceLock::new();
 
 /// How many kept exports stay in the folder at most (the newest): the one being loaded and the
 /// one the SQL tables have not yet taken.
@@ -170,26 +175,15 @@ const KEPT_AT_MOST: usize = 2;
 
 /// Keeps a copy of every export a load reads in `dir`, named by its version, so that analysts'
 /// SQL reads the very bytes the version was loaded from (the file at `--data` may be replaced
-/// meanwhile), each written by `write`. Set once, by the service.
-pub fn keep_exports_in(dir: std::path::PathBuf, write: ExportWriter) {
-    let _ = KEPT_EXPORTS.set((dir, write));
-}
-
-/// What is called when a first load (nothing serving yet) has kept its export: with the
-/// version, while the load goes on.
-pub type FirstKept = Box<dyn Fn(&str) + Send + Sync>;
-
-static FIRST_KEPT: std::sync::OnceLock<FirstKept> = std::sync::OnceLock::new();
-
-/// Calls `then` each time a first load has kept its export (see [`first_export_kept`]). Set
-/// once, by the service.
-pub fn when_first_export_kept(then: FirstKept) {
-    let _ = FIRST_KEPT.set(then);
+/// meanwhile), each written by `write`; `first_kept` is called when a first load has kept its
+/// export (see [`first_export_kept`]). Set once, by the service.
+pub fn keep_exports_in(dir: std::path::PathBuf, write: ExportWriter, first_kept: FirstKept) {
+    let _ = KEPT_EXPORTS.set((dir, write, first_kept));
 }
 
 /// Says that a first load (nothing serving yet) has kept the export of `version`, if it has.
 pub fn first_export_kept(version: &str) {
-    if let (Some(then), Some(_)) = (FIRST_KEPT.get(), kept_export(version)) {
+    if let (Some((_, _, then)), Some(_)) = (KEPT_EXPORTS.get(), kept_export(version)) {
         then(version);
     }
 }
@@ -204,7 +198,7 @@ pub fn kept_export(version: &str) -> Option<std::path::PathBuf> {
 /// renamed into place; the older copies past [`KEPT_AT_MOST`] are removed. A failure is logged
 /// (the SQL tables are then written from the snapshot).
 pub fn keep_export(bytes: &[u8], version: &str) {
-    let Some((dir, write)) = KEPT_EXPORTS.get() else { return };
+    let Some((dir, write, _)) = KEPT_EXPORTS.get() else { return };
     let target = dir.join(format!("{version}.parquet"));
     if target.is_file() {
         return;

@@ -418,8 +418,6 @@ pub struct Runner {
     ahead: Arc<Mutex<Option<u32>>>,
     /// The version whose tables were last considered for writing ahead.
     ahead_version: Mutex<Option<String>>,
-    /// The folder of tables a worker was readied on while its version loaded.
-    readied: Mutex<Option<PathBuf>>,
     /// The program to start as a worker (this binary).
     program: PathBuf,
     /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
@@ -597,7 +595,6 @@ impl Runner {
             writing: Default::default(),
             ahead: Default::default(),
             ahead_version: Default::default(),
-            readied: Default::default(),
             program,
         }
     }
@@ -629,18 +626,15 @@ impl Runner {
 
     /// The folder of `snapshot`'s version's tables, made on first use (in milliseconds: the kept
     /// export is moved in; older versions' folders are removed then), and its tables then
-    /// written ahead when it is small enough.
-    fn tables_dir(&self, snapshot: &Snapshot) -> Result<PathBuf, String> {
+    /// written ahead when it is small enough; with whether this call made the folder.
+    fn tables_dir(&self, snapshot: &Snapshot) -> Result<(PathBuf, bool), String> {
         let info = &snapshot.info;
         let path = self.dir.join(&info.version);
         let begun = |v: &Option<String>| v.as_deref() == Some(info.version.as_str());
         if path.is_dir() && begun(&self.ahead_version.lock().unwrap_or_else(|e| e.into_inner())) {
-            return Ok(path);
+            return Ok((path, false));
         }
-        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
-        if !path.is_dir() {
-            make_tables(&self.dir, &info.version, &info.views, Some(snapshot), &path)?;
-        }
+        let made = self.version_dir(&info.version, &info.views, Some(snapshot))?;
         let mut ahead = self.ahead_version.lock().unwrap_or_else(|e| e.into_inner());
         if !begun(&ahead) {
             *ahead = Some(info.version.clone());
@@ -648,7 +642,18 @@ impl Runner {
                 self.write_ahead(&path, offered_tables(&info.views));
             }
         }
-        Ok(path)
+        Ok((path, made))
+    }
+
+    /// Makes the folder of `version`'s tables unless it is there (see [`make_tables`]), one at a
+    /// time: whether this call made it.
+    fn version_dir(&self, version: &str, views: &Views, snapshot: Option<&Snapshot>) -> Result<bool, String> {
+        let path = self.dir.join(version);
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if path.is_dir() {
+            return Ok(false);
+        }
+        make_tables(&self.dir, version, views, snapshot, &path).map(|()| true)
     }
 
     /// Readies a warm worker on `version`'s export while the first load still computes the
@@ -660,27 +665,16 @@ impl Runner {
     pub fn warm_early(self: &Arc<Self>, version: &str, views: &Views) {
         let (runner, version, views) = (Arc::clone(self), version.to_string(), views.clone());
         let spawned = std::thread::Builder::new().name("eco-sql-early".into()).spawn(move || {
-            let path = runner.dir.join(&version);
             let started = Instant::now();
             let readied = (|| {
-                {
-                    let _one = runner.writing.lock().unwrap_or_else(|e| e.into_inner());
-                    if !path.is_dir() {
-                        make_tables(&runner.dir, &version, &views, None, &path).map_err(Outcome::Failed)?;
-                    }
-                }
+                runner.version_dir(&version, &views, None).map_err(Outcome::Failed)?;
+                let path = runner.dir.join(&version);
                 let _slot = runner.slot()?;
-                let request = runner.request_on(path.clone(), offered_tables(&views), READY_SQL);
-                let warm = runner.spawn_warm(&path, Priority::IdleAfterFirst).map_err(Outcome::Failed)?;
-                let mut warm = runner.write_request(warm, &request)?;
-                match runner.receive(&mut warm, started + runner.limits.timeout, None) {
-                    Received::Message(ROWS | ROWS_IN_FILE, _) => {
-                        runner.keep(warm);
-                        *runner.readied.lock().unwrap_or_else(|e| e.into_inner()) = Some(path.clone());
-                        Ok(())
-                    }
-                    other => Err(runner.failure(warm, other)),
-                }
+                // Put among the idle workers, it is the one the readying query is sent to (no
+                // query runs before the version serves).
+                runner.keep(runner.spawn_warm(&path, Priority::IdleAfterFirst).map_err(Outcome::Failed)?);
+                let request = runner.request_on(path, offered_tables(&views), READY_SQL);
+                runner.ask_warm(&request, started, &std::sync::atomic::AtomicBool::new(false)).map(drop)
             })();
             match readied {
                 Ok(()) => tracing::info!(
@@ -749,16 +743,15 @@ impl Runner {
     /// Makes the folder of `snapshot`'s version's tables as soon as it serves, so the export the
     /// load kept does not wait in the folder of exports, and readies a warm worker on it (its
     /// session made: the export's footer read, the views planned), so the version's first query
-    /// pays only for itself. Nothing more when a worker was readied on the version while it
-    /// loaded: the readying query would take it from an analyst's first query, or start a second
-    /// worker (forking the whole service) while the first answers one.
+    /// pays only for itself. Nothing more when the folder was there already: a worker was
+    /// readied on it while the version loaded, or a query came first and has its worker (the
+    /// readying query would take that worker from an analyst's query, or start a second one,
+    /// forking the whole service, while the first answers).
     pub fn prepare(&self, snapshot: &Arc<Snapshot>) {
-        let path = match self.tables_dir(snapshot) {
-            Ok(path) => path,
+        match self.tables_dir(snapshot) {
+            Ok((_, true)) => {}
+            Ok((_, false)) => return,
             Err(e) => return tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}"),
-        };
-        if self.readied.lock().unwrap_or_else(|e| e.into_inner()).as_ref() == Some(&path) {
-            return;
         }
         match self.run(snapshot, READY_SQL) {
             Outcome::Rows { .. } | Outcome::Busy => {}
@@ -870,7 +863,7 @@ impl Runner {
         sql: &str,
         shape: impl FnOnce(&mut Request),
     ) -> Result<Request, Outcome> {
-        let tables_dir = self.tables_dir(snapshot).map_err(Outcome::Failed)?;
+        let (tables_dir, _) = self.tables_dir(snapshot).map_err(Outcome::Failed)?;
         let mut request = self.request_on(tables_dir, offered_tables(&snapshot.info.views), sql);
         shape(&mut request);
         Ok(request)
@@ -996,15 +989,10 @@ impl Runner {
             }
             chosen
         };
-        let warm = match kept {
+        let mut warm = match kept {
             Some(w) => w,
             None => self.spawn_warm(&request.tables_dir, Priority::Idle).map_err(Outcome::Failed)?,
         };
-        self.write_request(warm, request)
-    }
-
-    /// `request` written to `warm`'s input (the worker stopped if it cannot be).
-    fn write_request(&self, mut warm: Warm, request: &Request) -> Result<Warm, Outcome> {
         let body = serde_json::to_vec(request).unwrap_or_default();
         let sent = warm
             .stdin
