@@ -3,6 +3,7 @@
 //! a front door or the engine; both use it.
 
 pub mod credentials;
+pub mod direct;
 pub mod keys;
 pub mod keys_reload;
 pub mod limits;

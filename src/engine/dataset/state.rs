@@ -295,8 +295,9 @@ impl StateDir {
         std::fs::create_dir_all(&self.dir).map_err(|e| io_context("create the state folder", &self.dir, e))?;
         let name = format!("export-{}.parquet", &sha[..32]);
         let tmp = temporary(&self.dir.join(&name));
-        let mut file = std::fs::File::create(&tmp).map_err(|e| io_context("create", &tmp, e))?;
-        if let Err(e) = file.write_all(bytes) {
+        // Around the page cache: the copy is read again only if a restart must fall back on it.
+        let mut file = crate::process::direct::DirectFile::create(&tmp).map_err(|e| io_context("create", &tmp, e))?;
+        if let Err(e) = file.write_all(bytes).and_then(|()| file.finish().map(drop)) {
             let _ = std::fs::remove_file(&tmp);
             return Err(io_context("write", &tmp, e));
         }

@@ -370,7 +370,8 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
         .then(|| u32::from_le_bytes([bytes[n - 8], bytes[n - 7], bytes[n - 6], bytes[n - 5]]) as usize)
         .and_then(|len| (n - 8).checked_sub(len))
         .and_then(|start| Some((start, ParquetMetaDataReader::decode_metadata(&bytes[start..n - 8]).ok()?)));
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    // Written around the page cache: the workers read back the few columns a query needs.
+    let mut out = crate::process::direct::DirectFile::create(path)?;
     match footer {
         Some((start, metadata))
             if metadata.file_metadata().key_value_metadata().is_some_and(|kv| kv.iter().any(|k| k.key == HINT)) =>
@@ -394,7 +395,7 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
         }
         _ => out.write_all(bytes)?,
     }
-    out.flush()
+    out.finish().map(drop)
 }
 
 /// Plans the views' statements as the workers do, over an empty `catalog` of the input schema:
