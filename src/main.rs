@@ -386,6 +386,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Ok(None) => tracing::warn!("the first load found the dataset already serving"),
         Err(e) => {
             store.record_reload(ReloadResult::Refused(e.clone()));
+            sql.abandon_early();
             match kept
                 .as_ref()
                 .map(|state| (state, eco_insights::process::memory::during_load(|| start_from_state(state, &args))))

@@ -162,14 +162,27 @@ fn typed_columns(frame: &DataFrame) -> PgWireResult<Vec<Column>> {
     frame.columns().iter().map(cast).collect::<PolarsResult<_>>().map_err(|e| error("XX000", e.to_string()))
 }
 
-/// Encodes one value of a result with `$encoder` (a row's or a COPY's encoder).
+/// Whether each field of `schema` is written as text with the shortest exact digits (PostgreSQL's
+/// `extra_float_digits` of 1 and more, its default): its doubles are then written as PostgreSQL's
+/// `float8out` writes them (`2026`, `1e+20`, `Infinity`), not as the protocol crate does (`2026.0`,
+/// `1e20`, `inf`).
+fn postgres_float_text(schema: &[FieldInfo]) -> Vec<bool> {
+    use pgwire::api::results::FieldFormat;
+    schema.iter().map(|f| f.format() == FieldFormat::Text && f.format_options().extra_float_digits >= 1).collect()
+}
+
+/// Encodes one value of a result with `$encoder` (a row's or a COPY's encoder); `$float_text`:
+/// a double is written as PostgreSQL writes it in text (see [`postgres_float_text`]).
 macro_rules! encode_value {
-    ($encoder:expr, $value:expr) => {
+    ($encoder:expr, $value:expr, $float_text:expr) => {
         match $value {
             AnyValue::Null => $encoder.encode_field(&None::<i64>)?,
             AnyValue::Int16(x) => $encoder.encode_field(&x)?,
             AnyValue::Int32(x) => $encoder.encode_field(&x)?,
             AnyValue::Int64(x) => $encoder.encode_field(&x)?,
+            AnyValue::Float64(x) if $float_text => {
+                $encoder.encode_field(&crate::engine::sql::postgres::float_text(x).as_str())?
+            }
             AnyValue::Float64(x) => $encoder.encode_field(&x)?,
             AnyValue::Boolean(x) => $encoder.encode_field(&x)?,
             AnyValue::String(s) => $encoder.encode_field(&s)?,
@@ -199,11 +212,12 @@ fn encode(
     schema: Arc<Vec<FieldInfo>>,
 ) -> PgWireResult<Vec<PgWireResult<pgwire::messages::data::DataRow>>> {
     let columns = typed_columns(frame)?;
+    let float_text = postgres_float_text(&schema);
     let mut encoder = DataRowEncoder::new(schema);
     let mut rows = Vec::with_capacity(frame.height());
     for i in 0..frame.height() {
-        for c in &columns {
-            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null));
+        for (c, &text) in columns.iter().zip(&float_text) {
+            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null), text);
         }
         rows.push(Ok(encoder.take_row()));
     }
@@ -259,9 +273,10 @@ fn copy_out(frame: &DataFrame, format: &copy::Format) -> PgWireResult<Response> 
         }
     };
     let mut chunks = Vec::with_capacity(frame.height() + 1);
+    let float_text = postgres_float_text(&schema);
     for i in 0..frame.height() {
-        for c in &columns {
-            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null));
+        for (c, &text) in columns.iter().zip(&float_text) {
+            encode_value!(encoder, c.get(i).unwrap_or(AnyValue::Null), text);
         }
         let mut data = encoder.take_copy();
         if let Some(h) = header.take() {

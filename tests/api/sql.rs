@@ -520,6 +520,67 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     }
 }
 
+/// A first export that is valid Parquet but fails the checks (an id twice) had its version
+/// known, its copy kept and a worker readied on it while it was checked: once it is refused,
+/// that worker is stopped and the copy removed, and a valid export then serves SQL as usual.
+#[test]
+fn a_refused_first_export_leaves_no_worker_and_no_copy() {
+    let dir = temp_dir("sql-refused-first");
+    let data = dir.join("catalog.parquet");
+    generate(300_000, 5, &data);
+    use polars::prelude::SerReader;
+    let mut frame = polars::prelude::ParquetReader::new(std::fs::File::open(&data).unwrap()).finish().unwrap();
+    let mut ids: Vec<Option<String>> =
+        frame.column("id").unwrap().str().unwrap().iter().map(|v| v.map(str::to_string)).collect();
+    let last = ids.len() - 1;
+    ids[last] = ids[0].clone();
+    frame.with_column(polars::prelude::Column::new("id".into(), ids)).unwrap();
+    write_frame(&mut frame, &data);
+    let app = TestApp::serve(&dir, &data, &[]);
+    assert_error(app.get("/catalog/vehicles"), 503, "SERVICE_UNAVAILABLE");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app.logs().contains("SQL worker readied while the dataset loads") {
+        assert!(Instant::now() < deadline, "no worker readied early; log:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let scratch = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid()));
+    let left = || -> Vec<String> {
+        let mut left: Vec<String> = files_under(&scratch).into_iter().map(|p| p.display().to_string()).collect();
+        left.extend(workers_of(app.pid()).iter().map(|w| format!("worker {w}")));
+        left
+    };
+    while !left().is_empty() {
+        assert!(Instant::now() < deadline, "left after the refusal: {:?}; log:\n{}", left(), app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let valid = dir.join("next.parquet");
+    generate(2000, 6, &valid);
+    std::fs::rename(&valid, &data).unwrap();
+    loop {
+        let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
+        if status == 200 {
+            assert_eq!(rows_of(&body)[0]["n"], 2000, "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline + Duration::from_secs(30), "the valid export never served SQL: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The files under `dir` (none when it is missing).
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// A stopped service leaves no scratch folder behind (the SQL tables it wrote, the folder of
 /// large answers), and the folders a gone process left are removed by the next start.
 #[test]

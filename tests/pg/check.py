@@ -720,6 +720,17 @@ def main() -> int:
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql SET, SHOW, BEGIN, COMMIT", out.returncode == 0 and "ISO, DMY" in out.stdout
               and "4000" in out.stdout, f"{out.stdout!r} {out.stderr!r}")
+        # Doubles in text as PostgreSQL's float8out writes them: no ".0" on a whole number, an
+        # exponent with its sign and two digits, Infinity; two aggregates of one column apart from
+        # a cast (one name in DataFusion) both answered.
+        total = con.execute("SELECT sum(ano) FROM catalog").fetchone()[0]
+        out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c",
+                              "SELECT sum(ano::float8), 1e20::float8, 0.00001::float8, 'Infinity'::float8, "
+                              "-2.5::float8, 0.1::float8, sum(ano) FROM catalog"],
+                             capture_output=True, text=True, env=env, timeout=60)
+        check("psql shows doubles as PostgreSQL writes them",
+              out.returncode == 0 and out.stdout.strip() == f"{total}|1e+20|1e-05|Infinity|-2.5|0.1|{total}",
+              f"{out.stdout!r} {out.stderr!r}")
         out = subprocess.run(["psql", "-h", host, "-p", port, "-U", KEY, "-d", "eco", "-At", "-c", "SELECT * FROM nope"],
                              capture_output=True, text=True, env=env, timeout=60)
         check("psql reports an unknown table", out.returncode != 0 and "nope" in out.stderr, out.stderr)

@@ -184,6 +184,15 @@ CORPUS = [
     Query("cast_names",
           "SELECT ano::text, count(*)::int, avg(tanque_l)::int, 1::int, 'x'::text, CAST(NULL AS integer) AS vazio "
           "FROM catalog GROUP BY ano ORDER BY 1"),
+    # Two aggregates of one column apart from a cast: DataFusion names both after the column alone.
+    Query("casts_told_apart",
+          "SELECT avg(ano::numeric) AS a, avg(ano) AS b, sum(ano::float8) AS c, sum(ano) AS d, "
+          "count(ano::text) AS e, count(ano) AS f, max(tanque_l::int) AS g, max(tanque_l) AS h, "
+          "avg(co2_fossil_g_km::numeric * 2) AS i, avg(co2_fossil_g_km * 2) AS j FROM catalog"),
+    Query("casts_told_apart_grouped",
+          "SELECT combustivel_tipo, min(ano::text) AS a, min(ano) AS b, sum(tanque_l::int) AS c, sum(tanque_l) AS d "
+          "FROM catalog GROUP BY combustivel_tipo HAVING sum(tanque_l::int) > 0 "
+          "ORDER BY sum(tanque_l::int) DESC, combustivel_tipo"),
     Query("constant_arithmetic",
           "SELECT 7 / 2 AS a, -7 / 2 AS b, 7 % 3 AS c, -7 % 3 AS d, 7.0 / 2 AS e, 2 ^ 10 AS f, 1 / 3.0 AS g, "
           "0.1 + 0.2 = 0.3 AS h, 10 / 4 * 4 AS i"),

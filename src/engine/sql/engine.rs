@@ -85,7 +85,13 @@ impl Engine {
         let ctx = self.loaded(dir, tables)?;
         let sql = sql.to_string();
         let planned = self.runtime.block_on(async move {
-            let plan = ctx.state().create_logical_plan(&sql).await?;
+            let plan = match ctx.state().create_logical_plan(&sql).await {
+                Err(e) if super::casts::names_collide(&e) => match super::casts::told_apart(&sql) {
+                    Some(again) => ctx.state().create_logical_plan(&again).await?,
+                    None => return Err(e),
+                },
+                planned => planned?,
+            };
             let parameters = plan.get_parameter_types()?;
             Ok::<_, DataFusionError>((Arc::new(plan.schema().as_arrow().clone()), parameters))
         });
@@ -125,8 +131,7 @@ impl Engine {
         let ctx = self.loaded(dir, tables)?;
         let sql = sql.to_string();
         let batches = self.runtime.block_on(async move {
-            let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-            let frame = ctx.sql_with_options(&sql, options).await?;
+            let frame = planned(&ctx, &sql).await?;
             let frame = frame.limit(0, Some(max_rows.saturating_add(1)))?;
             let schema: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
             let batches = frame.collect().await?;
@@ -135,6 +140,19 @@ impl Engine {
         let (schema, batches) = batches.map_err(classify)?;
         let (schema, batches) = for_clients(schema, batches).map_err(Failure::Invalid)?;
         Ok((schema, batches))
+    }
+}
+
+/// `sql` planned as a read-only query; planned again with its casts told apart when two of its
+/// expressions differ only by a cast (see [`super::casts`]).
+async fn planned(ctx: &SessionContext, sql: &str) -> Result<datafusion::dataframe::DataFrame, DataFusionError> {
+    let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
+    match ctx.sql_with_options(sql, options).await {
+        Err(e) if super::casts::names_collide(&e) => match super::casts::told_apart(sql) {
+            Some(again) => ctx.sql_with_options(&again, options).await,
+            None => Err(e),
+        },
+        planned => planned,
     }
 }
 
@@ -166,8 +184,7 @@ impl Engine {
         let sql = sql.to_string();
         let gone = |e: std::io::Error| Failure::Invalid(format!("the answer's reader is gone: {e}"));
         self.runtime.block_on(async move {
-            let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-            let frame = ctx.sql_with_options(&sql, options).await.map_err(classify)?;
+            let frame = planned(&ctx, &sql).await.map_err(classify)?;
             let frame = frame.limit(0, Some(max_rows)).map_err(classify)?;
             let planned: SchemaRef = Arc::new(frame.schema().as_arrow().clone());
             let (schema, _) = for_clients(Arc::clone(&planned), Vec::new()).map_err(Failure::Invalid)?;

@@ -12,6 +12,7 @@
 //! time limit and kills the worker past it, so a query that runs away gives its CPU and memory
 //! back at once and the process serving everyone else never holds its state.
 
+pub mod casts;
 pub mod engine;
 pub mod lateral;
 pub mod mapped;

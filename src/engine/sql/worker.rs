@@ -422,6 +422,9 @@ pub struct Runner {
     program: PathBuf,
     /// Where workers write large answers (in memory where the machine has a tmpfs), if anywhere.
     answers: Option<PathBuf>,
+    /// The version a worker is readied on while the first load runs ([`Runner::warm_early`]),
+    /// until that load is refused ([`Runner::abandon_early`]).
+    early: Mutex<Option<String>>,
 }
 
 /// An answer of a worker's (an Arrow IPC stream): read through the pipe, or mapped from the file
@@ -596,6 +599,7 @@ impl Runner {
             ahead: Default::default(),
             ahead_version: Default::default(),
             program,
+            early: Default::default(),
         }
     }
 
@@ -664,6 +668,7 @@ impl Runner {
     /// replaced. If the load then fails, the next version's folder and workers replace these.
     pub fn warm_early(self: &Arc<Self>, version: &str, views: &Views) {
         let (runner, version, views) = (Arc::clone(self), version.to_string(), views.clone());
+        *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.clone());
         let spawned = std::thread::Builder::new().name("eco-sql-early".into()).spawn(move || {
             let started = Instant::now();
             let readied = (|| {
@@ -684,10 +689,42 @@ impl Runner {
                 ),
                 Err(outcome) => tracing::warn!(%version, "no SQL worker could be readied early: {outcome:?}"),
             }
+            // The load was refused while the worker was readied: what it made goes now.
+            if runner.early.lock().unwrap_or_else(|e| e.into_inner()).as_deref() != Some(version.as_str()) {
+                runner.remove_version(&version);
+            }
         });
         if let Err(e) = spawned {
             tracing::warn!("cannot start readying an SQL worker early: {e}");
         }
+    }
+
+    /// Says that the first load, whose export a worker was readied on ([`Runner::warm_early`]),
+    /// was refused: that worker is stopped and its folder (the export's copy, hundreds of MB for
+    /// a large catalog) removed, instead of waiting for a valid export to replace them. A worker
+    /// still being readied is removed by its readying thread once it is.
+    pub fn abandon_early(&self) {
+        let early = self.early.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(version) = early {
+            self.remove_version(&version);
+            tracing::info!(%version, "the SQL worker readied on the refused export is stopped");
+        }
+    }
+
+    /// Stops the idle workers on `version`'s folder of tables and removes it, with the export
+    /// kept for it if it was not moved in yet.
+    fn remove_version(&self, version: &str) {
+        let path = self.dir.join(version);
+        let stale: Vec<Warm> = {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            let (stale, other) = idle.drain(..).partition(|w| w.tables_dir == path);
+            *idle = other;
+            stale
+        };
+        stale.into_iter().for_each(Warm::stop);
+        let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = std::fs::remove_dir_all(&path);
+        let _ = std::fs::remove_file(self.exports_dir().join(format!("{version}.parquet")));
     }
 
     /// Starts writing the tables of the version folder `path` ahead, in a process of its own at
