@@ -332,7 +332,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let reloader =
         reload::Reloader::new(data.clone(), args.queries.clone(), cost, Arc::clone(&store), eco_insights::http::warm)
             .with_limits(args.input_limits())
-            .with_state(args.state_dir.clone().map(StateDir::new));
+            .with_state(args.state_dir.clone().map(StateDir::new))
+            .with_views_check(|views| {
+                eco_insights::engine::sql::tables::check_views(&eco_insights::engine::sql::tables::Statements::of(
+                    views,
+                ))
+            });
     let kept = args.state_dir.clone().map(StateDir::new);
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));

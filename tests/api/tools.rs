@@ -544,6 +544,33 @@ fn the_reload_log_line_says_what_the_swap_changed() {
     assert!(app.logs().contains("dataset swapped in"));
 }
 
+/// A view edited while the service runs into one analysts' SQL cannot read: the reload that
+/// applies it says so in the log, as the first start does, and the API serves it.
+#[test]
+fn an_edited_view_sql_cannot_read_is_named_on_reload() {
+    let dir = temp_dir("view-sql-edited");
+    let queries = copy_queries(&dir);
+    let data = dir.join("catalog.parquet");
+    write_rows(&facet_rows(), &data);
+    let app = TestApp::serve(&dir, &data, &["--queries", queries.to_str().unwrap()]);
+    assert_eq!(app.get("/catalog/vehicles").0, 200);
+    assert!(!app.logs().contains("cannot be read in analysts' SQL"), "{}", app.logs());
+    std::fs::write(
+        queries.join("03_vw_log.sql"),
+        "CREATE TABLE vw_log AS SELECT id, LOG1P(co2_fossil_g_km) AS log_co2 FROM catalog;\n",
+    )
+    .unwrap();
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(app.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    let start = std::time::Instant::now();
+    while !(app.logs().contains("dataset swapped in") && app.logs().contains("cannot be read in analysts' SQL")) {
+        assert!(start.elapsed() < Duration::from_secs(30), "no warning after the reload:\n{}", app.logs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(app.logs().contains("vw_log"), "{}", app.logs());
+    assert_eq!(app.get("/catalog/vehicles").0, 200);
+}
+
 /// A view that Polars computes but analysts' SQL cannot read (LOG1P is a Polars function
 /// DataFusion lacks): `validate --queries` refuses the folder naming the view, and `serve`
 /// serves the API and says so in its log; the shipped views pass.

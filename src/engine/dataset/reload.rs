@@ -50,6 +50,9 @@ pub enum Outcome {
 /// Work done on a new snapshot before it is swapped in (computing its dataset-only answers).
 pub type Warm = fn(&Snapshot);
 
+/// Whether edited views can be read by analysts' SQL too: the reason if not.
+pub type ViewsCheck = fn(&Views) -> Result<(), String>;
+
 pub struct Reloader {
     data: PathBuf,
     queries: PathBuf,
@@ -60,6 +63,8 @@ pub struct Reloader {
     state: Option<StateDir>,
     /// The file as it was when the reloader was made (before the first load read it).
     seen: Option<Stamp>,
+    /// Checks views that changed since the dataset serving was loaded.
+    views_check: Option<ViewsCheck>,
 }
 
 /// Reads and checks the export at `data` and builds its snapshot, unless `serving` is already its
@@ -288,7 +293,24 @@ impl Reloader {
     /// Watches `data` from now on: make it before the first load reads the file.
     pub fn new(data: PathBuf, queries: PathBuf, cost: CostConfig, store: Arc<Store>, warm: Warm) -> Reloader {
         let seen = stamp(&data);
-        Reloader { data, queries, cost, store, warm, limits: InputLimits::default(), state: None, seen }
+        Reloader {
+            data,
+            queries,
+            cost,
+            store,
+            warm,
+            limits: InputLimits::default(),
+            state: None,
+            seen,
+            views_check: None,
+        }
+    }
+
+    /// Runs `check` on views edited since the serving dataset was loaded, and logs why analysts'
+    /// SQL cannot read them (the API serves them anyway), as the first start does.
+    pub fn with_views_check(mut self, check: ViewsCheck) -> Reloader {
+        self.views_check = Some(check);
+        self
     }
 
     /// Refuses exports over `limits` (bytes, declared rows).
@@ -368,6 +390,8 @@ impl Reloader {
         // A dataset served from the state folder is replaced even by the same export (it is then
         // served from the export again).
         let current = self.store.current().filter(|s| s.info.origin == Origin::Export).map(|s| s.info.version.clone());
+        let views_serving = self.store.current().map(|s| s.info.views.digest);
+        let views_check = self.views_check;
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
             // Requests keep being served meanwhile, a little behind the load when CPU is short.
@@ -375,6 +399,11 @@ impl Reloader {
             // The views are read on every reload, so edited formulas apply even when the export
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
+            if let Some(check) = views_check.filter(|_| views_serving != Some(views.digest)) {
+                if let Err(e) = check(&views) {
+                    tracing::warn!(queries = %queries.display(), "the views cannot be read in analysts' SQL (the API serves them): {e}");
+                }
+            }
             let loaded = load_export(&data, &views, limits, state.as_ref(), current.as_deref());
             let snapshot = match loaded.map_err(|e| e.to_string())? {
                 Some(s) => s,
