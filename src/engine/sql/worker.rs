@@ -665,7 +665,7 @@ impl Runner {
     /// tables made, a worker started at the normal priority, its session made, then lowered to
     /// the idle priority like every worker. The first SQL query once the version serves pays
     /// only for itself. Only for a first load: nothing else serves yet, so no folder in use is
-    /// replaced. If the load then fails, the next version's folder and workers replace these.
+    /// replaced. If the load is then refused, [`Runner::abandon_early`] removes them.
     pub fn warm_early(self: &Arc<Self>, version: &str, views: &Views) {
         let (runner, version, views) = (Arc::clone(self), version.to_string(), views.clone());
         *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.clone());
