@@ -23,6 +23,7 @@ pub mod postgres;
 pub mod query;
 pub mod rewrite;
 pub mod sandbox;
+mod spawn;
 pub mod tables;
 pub mod worker;
 

@@ -16,6 +16,7 @@ use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::engine::{Engine, Failure, Piece};
+use super::spawn::{at_idle_priority, lower_priority, stop_process, widen_pipe};
 use super::tables::{created_table, Statements, EXPORT, STATEMENTS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
@@ -317,69 +318,6 @@ fn write_export(path: &Path, snapshot: &Snapshot) -> Result<(), String> {
     let mut bytes = Vec::new();
     ParquetWriter::new(&mut bytes).finish(&mut frame).map_err(|e| failed(&e))?;
     super::tables::write_export_copy(&bytes, path).map_err(|e| failed(&e))
-}
-
-/// Starts `command`'s process at the lowest priority and in the idle scheduling class, within
-/// `data_limit` bytes of heap when given: it runs on the CPU time the operations leave (under
-/// full load a query may reach its deadline; the operations keep their throughput).
-/// With `idle` false, only the memory limit: the process lowers itself (see [`lower_priority`]).
-fn at_idle_priority(command: &mut Command, data_limit: Option<u64>, idle: bool) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                if let Some(bytes) = data_limit {
-                    let limit = libc::rlimit { rlim_cur: bytes as libc::rlim_t, rlim_max: bytes as libc::rlim_t };
-                    libc::setrlimit(libc::RLIMIT_DATA, &limit);
-                }
-                if idle {
-                    to_idle_priority(0);
-                }
-                Ok(())
-            });
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (command, data_limit, idle);
-}
-
-/// Puts the thread `tid` (0: the calling one) at the lowest priority, in the idle scheduling
-/// class where there is one.
-#[cfg(unix)]
-fn to_idle_priority(tid: libc::pid_t) {
-    // SAFETY: plain system calls on a thread of this process.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
-        #[cfg(target_os = "linux")]
-        {
-            let param = libc::sched_param { sched_priority: 0 };
-            libc::sched_setscheduler(tid, libc::SCHED_IDLE, &param);
-        }
-    }
-}
-
-/// Lowers every thread of this process to the idle priority (threads started later inherit it
-/// from the thread starting them): a worker readied early, once its session is made.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
-        if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<libc::pid_t>().ok()) {
-            to_idle_priority(tid);
-        }
-    }
-    #[cfg(all(unix, not(target_os = "linux")))]
-    to_idle_priority(0);
-}
-
-/// Stops the process `pid` (a child of this one).
-fn stop_process(pid: u32) {
-    #[cfg(unix)]
-    // SAFETY: a plain signal to a child process this process started.
-    unsafe {
-        libc::kill(pid as libc::pid_t, libc::SIGKILL);
-    }
 }
 
 /// The folder of the exports the loads keep, in the folder of tables (see
@@ -1148,21 +1086,6 @@ fn without_paths(message: &str, tables_dir: &Path) -> String {
         .map(|w| if w.trim_matches(|c: char| "'\"`(),".contains(c)).starts_with('/') { "<caminho>" } else { w })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Gives the worker's answer pipe a 1 MiB buffer (Linux; 64 KiB by default), so a large answer
-/// crosses in fewer wake-ups of the two processes. Best effort: the default stays on failure.
-fn widen_pipe(pipe: &std::process::ChildStdout) {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        // SAFETY: fcntl on a descriptor this process owns, with an integer argument.
-        unsafe {
-            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = pipe;
 }
 
 #[cfg(test)]
