@@ -45,6 +45,11 @@ use eco_insights::http::{AppState, Prepared};
 use eco_insights::process::keys::Credentials;
 use eco_insights::process::keys_reload::{CredentialsReloader, FileStamp};
 
+/// Whether analysts' SQL can read `views` (see [`reload::ViewsCheck`]).
+fn sql_reads_views(views: &Views) -> Result<(), String> {
+    eco_insights::engine::sql::tables::check_views(&eco_insights::engine::sql::tables::Statements::of(views))
+}
+
 fn main() -> ExitCode {
     tune_allocator();
     let cli = Cli::parse();
@@ -305,14 +310,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let views = Views::read(&args.queries, &cost)?;
     // The views run on both engines: a view analysts' SQL cannot read is said in the log (on a
-    // thread of its own, beside the first load; the API serves it anyway).
-    let statements = eco_insights::engine::sql::tables::Statements::of(&views);
-    let folder = args.queries.clone();
-    let _ = std::thread::Builder::new().name("eco-views-check".into()).spawn(move || {
-        if let Err(e) = eco_insights::engine::sql::tables::check_views(&statements) {
-            tracing::warn!(queries = %folder.display(), "the views cannot be read in analysts' SQL (the API serves them): {e}");
-        }
-    });
+    // thread of its own, beside the first load; the API serves it anyway), here and on reloads.
+    let (checked, folder) = (views.clone(), args.queries.clone());
+    let _ = std::thread::Builder::new()
+        .name("eco-views-check".into())
+        .spawn(move || reload::say_if_sql_cannot_read(sql_reads_views, &checked, &folder));
     let store = Arc::new(Store::new(None));
     // A remote export (s3:// or https://) is mirrored to a local file, which is then watched and
     // validated like a local export; the first poll happens before the first load.
@@ -333,11 +335,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         reload::Reloader::new(data.clone(), args.queries.clone(), cost, Arc::clone(&store), eco_insights::http::warm)
             .with_limits(args.input_limits())
             .with_state(args.state_dir.clone().map(StateDir::new))
-            .with_views_check(|views| {
-                eco_insights::engine::sql::tables::check_views(&eco_insights::engine::sql::tables::Statements::of(
-                    views,
-                ))
-            });
+            .with_views_check(sql_reads_views);
     let kept = args.state_dir.clone().map(StateDir::new);
     let keys = Arc::new(eco_insights::process::keys::KeyStore::new(credentials));
     let sql = Arc::new(eco_insights::engine::sql::worker::Runner::new(args.sql_limits()));

@@ -35,11 +35,6 @@ impl DirectFile {
         Ok(DirectFile { file, buffer: Aligned::new(BUFFER)?, filled: 0, written: 0, direct })
     }
 
-    /// Whether the file is written around the page cache (so far).
-    pub fn is_direct(&self) -> bool {
-        self.direct
-    }
-
     /// Writes what the buffer holds, up to its last whole block (`all`: every byte, the tail
     /// through the page cache).
     fn drain(&mut self, all: bool) -> io::Result<()> {
@@ -78,10 +73,9 @@ impl DirectFile {
         Ok(())
     }
 
-    /// Writes what is left and returns the file.
-    pub fn finish(mut self) -> io::Result<File> {
-        self.drain(true)?;
-        Ok(self.file)
+    /// Writes what is left.
+    pub fn finish(mut self) -> io::Result<()> {
+        self.drain(true)
     }
 }
 
@@ -205,7 +199,7 @@ mod tests {
                 out.write_all(piece).unwrap();
             }
             out.flush().unwrap();
-            drop(out.finish().unwrap());
+            out.finish().unwrap();
             assert!(std::fs::read(&path).unwrap() == bytes, "a file of {len} bytes");
         }
         std::fs::remove_dir_all(&dir).unwrap();
@@ -218,9 +212,8 @@ mod tests {
         let bytes = pattern(BUFFER + ALIGN + 5);
         let mut out = DirectFile::create(&path).unwrap();
         out.buffered().unwrap();
-        assert!(!out.is_direct());
         out.write_all(&bytes).unwrap();
-        drop(out.finish().unwrap());
+        out.finish().unwrap();
         assert!(std::fs::read(&path).unwrap() == bytes);
         std::fs::remove_file(&path).unwrap();
     }

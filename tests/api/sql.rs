@@ -527,20 +527,17 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
 fn a_refused_first_export_leaves_no_worker_and_no_copy() {
     let dir = temp_dir("sql-refused-first");
     let data = dir.join("catalog.parquet");
-    generate(300_000, 5, &data);
-    use polars::prelude::SerReader;
-    let mut frame = polars::prelude::ParquetReader::new(std::fs::File::open(&data).unwrap()).finish().unwrap();
-    let mut ids: Vec<Option<String>> =
-        frame.column("id").unwrap().str().unwrap().iter().map(|v| v.map(str::to_string)).collect();
-    let last = ids.len() - 1;
-    ids[last] = ids[0].clone();
-    frame.with_column(polars::prelude::Column::new("id".into(), ids)).unwrap();
-    write_frame(&mut frame, &data);
+    let mut rows = fixture();
+    rows[4].id = rows[1].id.clone();
+    write_rows(&rows, &data);
     let app = TestApp::serve(&dir, &data, &[]);
     assert_error(app.get("/catalog/vehicles"), 503, "SERVICE_UNAVAILABLE");
+    // The readying ends either way: readied, then removed; or stopped by the refusal removing
+    // its folder under it.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !app.logs().contains("SQL worker readied while the dataset loads") {
-        assert!(Instant::now() < deadline, "no worker readied early; log:\n{}", app.logs());
+    let ended = ["SQL worker readied while the dataset loads", "no SQL worker could be readied early"];
+    while !ended.iter().any(|line| app.logs().contains(line)) {
+        assert!(Instant::now() < deadline, "the early worker's readying never ended; log:\n{}", app.logs());
         std::thread::sleep(Duration::from_millis(50));
     }
     let scratch = std::env::temp_dir().join(format!("eco-insights-sql-{}", app.pid()));

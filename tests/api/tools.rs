@@ -554,21 +554,27 @@ fn an_edited_view_sql_cannot_read_is_named_on_reload() {
     write_rows(&facet_rows(), &data);
     let app = TestApp::serve(&dir, &data, &["--queries", queries.to_str().unwrap()]);
     assert_eq!(app.get("/catalog/vehicles").0, 200);
-    assert!(!app.logs().contains("cannot be read in analysts' SQL"), "{}", app.logs());
+    assert!(!app.logs().contains(SQL_CANNOT_READ), "{}", app.logs());
+    add_a_view_sql_cannot_read(&queries);
+    // SAFETY: a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(app.pid() as libc::pid_t, libc::SIGHUP) }, 0);
+    // The views are checked before the export is loaded: the warning comes before the swap.
+    wait_for_log(&app, "dataset swapped in");
+    assert!(app.logs().contains(SQL_CANNOT_READ) && app.logs().contains("vw_log"), "{}", app.logs());
+    assert_eq!(app.get("/catalog/vehicles").0, 200);
+}
+
+/// What the log says of views analysts' SQL cannot read.
+const SQL_CANNOT_READ: &str = "cannot be read in analysts' SQL";
+
+/// Adds to `queries` the view `vw_log`, which Polars computes but analysts' SQL cannot read (LOG1P
+/// is a Polars function DataFusion lacks).
+fn add_a_view_sql_cannot_read(queries: &std::path::Path) {
     std::fs::write(
         queries.join("03_vw_log.sql"),
         "CREATE TABLE vw_log AS SELECT id, LOG1P(co2_fossil_g_km) AS log_co2 FROM catalog;\n",
     )
     .unwrap();
-    // SAFETY: a signal to the child this test started.
-    assert_eq!(unsafe { libc::kill(app.pid() as libc::pid_t, libc::SIGHUP) }, 0);
-    let start = Instant::now();
-    while !(app.logs().contains("dataset swapped in") && app.logs().contains("cannot be read in analysts' SQL")) {
-        assert!(start.elapsed() < Duration::from_secs(30), "no warning after the reload:\n{}", app.logs());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(app.logs().contains("vw_log"), "{}", app.logs());
-    assert_eq!(app.get("/catalog/vehicles").0, 200);
 }
 
 /// A view that Polars computes but analysts' SQL cannot read (LOG1P is a Polars function
@@ -582,22 +588,15 @@ fn a_view_sql_cannot_read_is_named_by_validate_and_serve() {
     write_rows(&facet_rows(), &data);
     let shipped = Command::new(binary()).arg("validate").arg(&data).arg("--queries").arg(&queries).output().unwrap();
     assert!(shipped.status.success(), "{}", String::from_utf8_lossy(&shipped.stderr));
-    std::fs::write(
-        queries.join("03_vw_log.sql"),
-        "CREATE TABLE vw_log AS SELECT id, LOG1P(co2_fossil_g_km) AS log_co2 FROM catalog;\n",
-    )
-    .unwrap();
+    add_a_view_sql_cannot_read(&queries);
     let out = Command::new(binary()).arg("validate").arg(&data).arg("--queries").arg(&queries).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("cannot be read in analysts' SQL") && stderr.contains("vw_log"), "{stderr}");
+    assert!(stderr.contains(SQL_CANNOT_READ) && stderr.contains("vw_log"), "{stderr}");
     let app = TestApp::serve(&dir, &data, &["--queries", queries.to_str().unwrap()]);
     assert_eq!(app.get("/catalog/vehicles").0, 200);
     // The views are checked on a thread of their own beside the first load: the line may follow
     // the first answers.
-    let start = Instant::now();
-    while !(app.logs().contains("cannot be read in analysts' SQL") && app.logs().contains("vw_log")) {
-        assert!(start.elapsed() < Duration::from_secs(30), "no warning:\n{}", app.logs());
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_for_log(&app, SQL_CANNOT_READ);
+    assert!(app.logs().contains("vw_log"), "{}", app.logs());
 }

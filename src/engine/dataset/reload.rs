@@ -50,8 +50,16 @@ pub enum Outcome {
 /// Work done on a new snapshot before it is swapped in (computing its dataset-only answers).
 pub type Warm = fn(&Snapshot);
 
-/// Whether edited views can be read by analysts' SQL too: the reason if not.
+/// Whether views can be read by analysts' SQL too: the reason if not.
 pub type ViewsCheck = fn(&Views) -> Result<(), String>;
+
+/// Runs `check` on the views read from `queries` and logs why analysts' SQL cannot read them, if
+/// it cannot (the API serves them anyway): at the first start and on a reload that edited them.
+pub fn say_if_sql_cannot_read(check: ViewsCheck, views: &Views, queries: &Path) {
+    if let Err(e) = check(views) {
+        tracing::warn!(queries = %queries.display(), "the views cannot be read in analysts' SQL (the API serves them): {e}");
+    }
+}
 
 pub struct Reloader {
     data: PathBuf,
@@ -306,8 +314,8 @@ impl Reloader {
         }
     }
 
-    /// Runs `check` on views edited since the serving dataset was loaded, and logs why analysts'
-    /// SQL cannot read them (the API serves them anyway), as the first start does.
+    /// Runs `check` on views edited since the serving dataset was loaded (see
+    /// [`say_if_sql_cannot_read`]).
     pub fn with_views_check(mut self, check: ViewsCheck) -> Reloader {
         self.views_check = Some(check);
         self
@@ -389,8 +397,9 @@ impl Reloader {
         let state = self.state.clone();
         // A dataset served from the state folder is replaced even by the same export (it is then
         // served from the export again).
-        let current = self.store.current().filter(|s| s.info.origin == Origin::Export).map(|s| s.info.version.clone());
-        let views_serving = self.store.current().map(|s| s.info.views.digest);
+        let serving = self.store.current();
+        let current = serving.as_ref().filter(|s| s.info.origin == Origin::Export).map(|s| s.info.version.clone());
+        let views_serving = serving.map(|s| s.info.views.digest);
         let views_check = self.views_check;
         tracing::info!(file = %data.display(), reason, "reloading dataset");
         let work = move || -> Result<Option<_>, String> {
@@ -400,9 +409,7 @@ impl Reloader {
             // itself is unchanged; the version covers both (and the cost configuration).
             let views = Views::read(&queries, &cost).map_err(|e| format!("{e:#}"))?;
             if let Some(check) = views_check.filter(|_| views_serving != Some(views.digest)) {
-                if let Err(e) = check(&views) {
-                    tracing::warn!(queries = %queries.display(), "the views cannot be read in analysts' SQL (the API serves them): {e}");
-                }
+                say_if_sql_cannot_read(check, &views, &queries);
             }
             let loaded = load_export(&data, &views, limits, state.as_ref(), current.as_deref());
             let snapshot = match loaded.map_err(|e| e.to_string())? {

@@ -297,7 +297,7 @@ impl StateDir {
         let tmp = temporary(&self.dir.join(&name));
         // Around the page cache: the copy is read again only if a restart must fall back on it.
         let mut file = crate::process::direct::DirectFile::create(&tmp).map_err(|e| io_context("create", &tmp, e))?;
-        if let Err(e) = file.write_all(bytes).and_then(|()| file.finish().map(drop)) {
+        if let Err(e) = file.write_all(bytes).and_then(|()| file.finish()) {
             let _ = std::fs::remove_file(&tmp);
             return Err(io_context("write", &tmp, e));
         }

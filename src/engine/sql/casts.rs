@@ -18,9 +18,25 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 /// Whether planning stopped on two expressions of one name (DataFusion's schemas refuse them).
-pub fn names_collide(error: &DataFusionError) -> bool {
+fn names_collide(error: &DataFusionError) -> bool {
     let text = error.to_string();
     text.contains("duplicate unqualified field name") || text.contains("duplicate qualified field name")
+}
+
+/// `plan(sql)`, and `plan` again on `sql` with its casts told apart when the first refused it for
+/// two expressions of one name (see the module).
+pub async fn planned_apart<T, F, Fut>(sql: &str, plan: F) -> Result<T, DataFusionError>
+where
+    F: Fn(String) -> Fut,
+    Fut: std::future::Future<Output = Result<T, DataFusionError>>,
+{
+    match plan(sql.to_string()).await {
+        Err(e) if names_collide(&e) => match told_apart(sql) {
+            Some(again) => plan(again).await,
+            None => Err(e),
+        },
+        planned => planned,
+    }
 }
 
 /// `sql` with its casts inside function arguments told apart (see the module); `None` when it

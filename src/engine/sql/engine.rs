@@ -85,13 +85,11 @@ impl Engine {
         let ctx = self.loaded(dir, tables)?;
         let sql = sql.to_string();
         let planned = self.runtime.block_on(async move {
-            let plan = match ctx.state().create_logical_plan(&sql).await {
-                Err(e) if super::casts::names_collide(&e) => match super::casts::told_apart(&sql) {
-                    Some(again) => ctx.state().create_logical_plan(&again).await?,
-                    None => return Err(e),
-                },
-                planned => planned?,
-            };
+            let plan = super::casts::planned_apart(&sql, |sql| {
+                let state = ctx.state();
+                async move { state.create_logical_plan(&sql).await }
+            })
+            .await?;
             let parameters = plan.get_parameter_types()?;
             Ok::<_, DataFusionError>((Arc::new(plan.schema().as_arrow().clone()), parameters))
         });
@@ -147,13 +145,7 @@ impl Engine {
 /// expressions differ only by a cast (see [`super::casts`]).
 async fn planned(ctx: &SessionContext, sql: &str) -> Result<datafusion::dataframe::DataFrame, DataFusionError> {
     let options = SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false);
-    match ctx.sql_with_options(sql, options).await {
-        Err(e) if super::casts::names_collide(&e) => match super::casts::told_apart(sql) {
-            Some(again) => ctx.sql_with_options(&again, options).await,
-            None => Err(e),
-        },
-        planned => planned,
-    }
+    super::casts::planned_apart(sql, |sql| async move { ctx.sql_with_options(&sql, options).await }).await
 }
 
 /// A piece of an answer streamed as it is computed (see [`Engine::stream`]): Arrow IPC

@@ -395,7 +395,7 @@ pub fn write_export_copy(bytes: &[u8], path: &Path) -> std::io::Result<()> {
         }
         _ => out.write_all(bytes)?,
     }
-    out.finish().map(drop)
+    out.finish()
 }
 
 /// Plans the views' statements as the workers do, over an empty `catalog` of the input schema:

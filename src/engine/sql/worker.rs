@@ -662,7 +662,9 @@ impl Runner {
         stale.into_iter().for_each(Warm::stop);
         let _one = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         let _ = std::fs::remove_dir_all(&path);
-        let _ = std::fs::remove_file(self.exports_dir().join(format!("{version}.parquet")));
+        if let Some(kept) = crate::engine::dataset::load::kept_export(version) {
+            let _ = std::fs::remove_file(kept);
+        }
     }
 
     /// Starts writing the tables of the version folder `path` ahead, in a process of its own at
