@@ -5,6 +5,7 @@ import http.client
 import json
 import os
 import re
+import socket
 import subprocess
 import tempfile
 import threading
@@ -15,15 +16,23 @@ HEADERS = {"X-API-Key": "demo-key", "X-API-Secret": "demo-secret"}
 
 
 class Server:
-    """A server process that prints `listening on http://HOST:PORT` when ready."""
+    """A server process that prints `listening on http://HOST:PORT` when ready (waited for
+    unless `wait` is false: then call `wait_listening`)."""
 
-    def __init__(self, argv, cwd=REPO, timeout=300, cores=None):
+    def __init__(self, argv, cwd=REPO, timeout=300, cores=None, wait=True):
         self.stderr = tempfile.TemporaryFile("w+")
         if cores is not None:
             # taskset execs the service: the pid is the service's own.
             argv = ["taskset", "-c", cpu_list(cores)] + list(argv)
+        self.argv = argv
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        if wait:
+            self.wait_listening(timeout)
+
+    def wait_listening(self, timeout=300):
+        """Waits for the line the service prints once its API serves; keeps its address."""
+        argv = self.argv
         first = []
         reader = threading.Thread(target=lambda: first.append(self.proc.stdout.readline()), daemon=True)
         reader.start()
@@ -104,6 +113,14 @@ class Server:
     def check_alive(self):
         if self.proc.poll() is not None:
             raise RuntimeError(f"the server exited with {self.proc.returncode}\n{self.stderr_tail()}")
+
+
+def free_port():
+    """A TCP port free on loopback now (for a service whose address must be known before it
+    says it listens)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def get(conn, path, headers=HEADERS):

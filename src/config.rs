@@ -29,12 +29,7 @@ pub enum Command {
     /// Runs one analyst query for the service (started by `serve`, reads its request on
     /// standard input); not meant to be run by hand.
     #[command(hide = true)]
-    SqlWorker {
-        /// Lower itself to the idle priority once its first request is answered (a worker
-        /// readied while the service loads; every other starts idle).
-        #[arg(long)]
-        idle_after_first: bool,
-    },
+    SqlWorker,
     /// Writes a dataset version's SQL tables ahead, in the folder the service made for it
     /// (started by `serve`); not meant to be run by hand.
     #[command(hide = true)]

@@ -55,9 +55,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
-        Command::SqlWorker { idle_after_first } => {
-            return ExitCode::from(eco_insights::engine::sql::worker::run_worker(idle_after_first) as u8)
-        }
+        Command::SqlWorker => return ExitCode::from(eco_insights::engine::sql::worker::run_worker() as u8),
         Command::SqlTables { dir, tables } => {
             return match eco_insights::engine::sql::mapped::write_ahead(&dir, &tables) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -350,17 +348,42 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
     );
     let state = AppState::sharing(Arc::clone(&store), Arc::clone(&keys), Arc::clone(&sql));
-    // The router and its OpenAPI document depend on no dataset: they are built on a thread of
-    // their own while the first load runs.
-    let router = std::thread::Builder::new().name("eco-router".into()).spawn({
-        let (state, limits) = (state.clone(), args.limits());
-        move || Prepared::new(state, limits)
-    });
+    let pg = eco_insights::pg::PgState {
+        store: Arc::clone(&store),
+        keys: Arc::clone(&keys),
+        sql: Arc::clone(&sql),
+        max_connections: args.pg_max_connections,
+        startup_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
+        tls: pg_tls,
+    };
+    let flight = eco_insights::flight::FlightState {
+        store: Arc::clone(&store),
+        keys: Arc::clone(&keys),
+        sql: Arc::clone(&sql),
+        tls: flight_tls,
+    };
+    // The ports are bound before the first load: a port in use is said at once, and analysts'
+    // SQL is answered as soon as the load has accepted the export, while it still builds the
+    // API's table (the API answers 503 until then). "listening" is printed once the API serves.
+    let doors = runtime.block_on(Doors::open(&args, state.clone(), pg, flight))?;
     tracing::info!(file = %data.display(), "loading dataset");
+    // Once the first load has accepted the export, analysts' SQL reads it (where a worker can).
+    let accepted = {
+        let (store, sql) = (Arc::clone(&store), Arc::clone(&sql));
+        move |info: &eco_insights::engine::snapshot::DatasetInfo| {
+            if sql.can_read(&info.version) {
+                store.accept(info.clone());
+                tracing::info!(
+                    version = %info.version,
+                    "export accepted: analysts' SQL answers while the API's table is built"
+                );
+            }
+        }
+    };
     let loaded = match first_poll {
         Some(Err(why)) => Err(format!("the remote source cannot be read: {}", remote::mask_urls(&why))),
         _ => eco_insights::process::memory::during_load(|| {
-            reload::load_export(&data, &views, args.input_limits(), kept.as_ref(), None)
+            reload::load_export(&data, &views, args.input_limits(), kept.as_ref(), None, Some(&accepted))
         })
         .map_err(|e| reload::public_reason(&data, &e.to_string())),
     };
@@ -389,6 +412,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Ok(None) => tracing::warn!("the first load found the dataset already serving"),
         Err(e) => {
             store.record_reload(ReloadResult::Refused(e.clone()));
+            store.forget_accepted();
             sql.abandon_early();
             match kept
                 .as_ref()
@@ -414,54 +438,24 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let pg = eco_insights::pg::PgState {
-        store: Arc::clone(&store),
-        keys: Arc::clone(&keys),
-        sql: Arc::clone(&sql),
-        max_connections: args.pg_max_connections,
-        startup_timeout: std::time::Duration::from_millis(args.header_timeout_ms),
-        tls: pg_tls,
-    };
-    let flight = eco_insights::flight::FlightState {
-        store: Arc::clone(&store),
-        keys: Arc::clone(&keys),
-        sql: Arc::clone(&sql),
-        tls: flight_tls,
-    };
     prepare_sql_tables(Arc::clone(&store), Arc::clone(&sql));
-    let prepared = match router.map(|built| built.join()) {
-        Ok(Ok(prepared)) => prepared,
-        // Not started, or stopped: built here instead (a panic would repeat, and say why).
-        _ => Prepared::new(state.clone(), args.limits()),
-    };
     let grace = Duration::from_millis(args.shutdown_grace_ms);
     let log = &log_guard;
 
     let result = runtime.block_on(async move {
-        let app = prepared.bind(&args.bind).await?;
-        let addr = app.local_addr()?;
+        let Doors { http: addr, pg: pg_door, flight: flight_door, serving, stop } = doors;
         // The start-up's log lines (why no dataset serves, say) are written before the line a
         // supervisor or a test waits for.
         log.flush();
         println!("listening on http://{addr}");
         tracing::info!(%addr, "listening");
-        if let Some(pg_bind) = &args.pg_bind {
-            let listener = tokio::net::TcpListener::bind(pg_bind)
-                .await
-                .map_err(|e| anyhow::anyhow!("cannot bind {pg_bind} (--pg-bind): {e}"))?;
-            let pg_addr = listener.local_addr()?;
+        if let Some((pg_addr, tls)) = pg_door {
             println!("postgres listening on {pg_addr}");
-            tracing::info!(addr = %pg_addr, tls = pg.tls.is_some(), "PostgreSQL protocol listening");
-            tokio::spawn(eco_insights::pg::serve(listener, pg));
+            tracing::info!(addr = %pg_addr, tls, "PostgreSQL protocol listening");
         }
-        if let Some(flight_bind) = &args.flight_bind {
-            let listener = tokio::net::TcpListener::bind(flight_bind)
-                .await
-                .map_err(|e| anyhow::anyhow!("cannot bind {flight_bind} (--flight-bind): {e}"))?;
-            let flight_addr = listener.local_addr()?;
+        if let Some((flight_addr, tls)) = flight_door {
             println!("flight listening on {flight_addr}");
-            tracing::info!(addr = %flight_addr, tls = flight.tls.is_some(), "Arrow Flight SQL listening");
-            tokio::spawn(eco_insights::flight::serve(listener, flight));
+            tracing::info!(addr = %flight_addr, tls, "Arrow Flight SQL listening");
         }
         let interval = Duration::from_millis(args.reload_interval_ms);
         match remote {
@@ -482,15 +476,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .run(interval),
         );
         let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
-        let signal = async move {
+        tokio::spawn(async move {
             shutdown_signal().await;
             tracing::info!(
                 grace_ms = grace.as_millis() as u64,
                 "shutting down: no new connections, finishing requests in flight"
             );
+            let _ = stop.send(());
             let _ = stopping.send(());
-        };
-        let serving = app.run_until(signal);
+        });
         tokio::pin!(serving);
         let grace_over = async move {
             match stopped.await {
@@ -499,7 +493,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         };
         tokio::select! {
-            r = &mut serving => r?,
+            r = &mut serving => r.map_err(|e| anyhow::anyhow!("the HTTP server stopped: {e}"))??,
             _ = grace_over => tracing::warn!("shutdown grace elapsed; closing the requests still in flight"),
         }
         tracing::info!("stopped");
@@ -514,6 +508,79 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let _ = std::fs::remove_dir_all(folder);
     }
     result
+}
+
+/// The service's listeners, bound before the first load (see [`Doors::open`]).
+struct Doors {
+    /// The HTTP address.
+    http: std::net::SocketAddr,
+    /// The PostgreSQL door's address and whether it speaks TLS, when it is open.
+    pg: Option<(std::net::SocketAddr, bool)>,
+    /// The Flight SQL door's address and whether it speaks TLS, when it is open.
+    flight: Option<(std::net::SocketAddr, bool)>,
+    /// The HTTP server, until it has stopped.
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Stops the HTTP server (it lets the requests in flight finish).
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Doors {
+    /// Binds the HTTP port and the SQL doors' ports and serves them: the SQL doors answer from
+    /// the moment a version is accepted (until then, that no dataset is loaded yet), the API
+    /// from the moment one serves (503 until then); the HTTP router and its OpenAPI document
+    /// are built meanwhile on a thread of their own (connections wait for it in the backlog).
+    async fn open(
+        args: &ServeArgs,
+        state: AppState,
+        pg: eco_insights::pg::PgState,
+        flight: eco_insights::flight::FlightState,
+    ) -> anyhow::Result<Doors> {
+        let bind = |addr: String, flag: &'static str| async move {
+            tokio::net::TcpListener::bind(&addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}{flag}: {e}"))
+        };
+        let listener = bind(args.bind.clone(), "").await?;
+        let http = listener.local_addr()?;
+        let pg = match &args.pg_bind {
+            Some(addr) => {
+                let listener = bind(addr.clone(), " (--pg-bind)").await?;
+                let door = (listener.local_addr()?, pg.tls.is_some());
+                tokio::spawn(eco_insights::pg::serve(listener, pg));
+                Some(door)
+            }
+            None => None,
+        };
+        let flight = match &args.flight_bind {
+            Some(addr) => {
+                let listener = bind(addr.clone(), " (--flight-bind)").await?;
+                let door = (listener.local_addr()?, flight.tls.is_some());
+                tokio::spawn(eco_insights::flight::serve(listener, flight));
+                Some(door)
+            }
+            None => None,
+        };
+        let limits = args.limits();
+        let router = std::thread::Builder::new().name("eco-router".into()).spawn({
+            let (state, limits) = (state.clone(), limits.clone());
+            move || Prepared::new(state, limits)
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn(async move {
+            let prepared = tokio::task::spawn_blocking(move || match router.map(|built| built.join()) {
+                Ok(Ok(prepared)) => prepared,
+                // Not started, or stopped: built here instead (a panic would repeat, and say why).
+                _ => Prepared::new(state, limits),
+            })
+            .await
+            .map_err(std::io::Error::other)?;
+            prepared
+                .serve_on(listener)
+                .run_until(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(Doors { http, pg, flight, serving, stop })
+    }
 }
 
 /// Makes the SQL tables' folder of each dataset version as soon as it serves (the export the

@@ -16,7 +16,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use tonic::Status;
 
-use crate::engine::dataset::snapshot::Snapshot;
+use crate::engine::dataset::snapshot::DatasetInfo;
 use crate::engine::sql::worker::offered_tables;
 
 /// The catalog (database) name drivers see.
@@ -42,10 +42,10 @@ pub struct Table {
 pub struct Tables(Mutex<Option<(String, Arc<Vec<Table>>)>>);
 
 impl Tables {
-    /// The tables of `snapshot` without their columns.
-    pub fn names(snapshot: &Snapshot) -> Arc<Vec<Table>> {
+    /// The tables of the version `info` describes, without their columns.
+    pub fn names(info: &DatasetInfo) -> Arc<Vec<Table>> {
         Arc::new(
-            offered_tables(&snapshot.info.views)
+            offered_tables(&info.views)
                 .into_iter()
                 .map(|name| Table {
                     kind: if name == "catalog" { "TABLE" } else { "VIEW" },
@@ -56,15 +56,15 @@ impl Tables {
         )
     }
 
-    /// The tables of `snapshot`'s version with their columns, when described already.
-    pub fn cached(&self, snapshot: &Snapshot) -> Option<Arc<Vec<Table>>> {
+    /// The tables of `info`'s version with their columns, when described already.
+    pub fn cached(&self, info: &DatasetInfo) -> Option<Arc<Vec<Table>>> {
         let cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        cached.as_ref().filter(|(v, _)| *v == snapshot.info.version).map(|(_, t)| Arc::clone(t))
+        cached.as_ref().filter(|(v, _)| *v == info.version).map(|(_, t)| Arc::clone(t))
     }
 
-    /// Keeps the described tables of `snapshot`'s version.
-    pub fn keep(&self, snapshot: &Snapshot, tables: Arc<Vec<Table>>) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((snapshot.info.version.clone(), tables));
+    /// Keeps the described tables of `info`'s version.
+    pub fn keep(&self, info: &DatasetInfo, tables: Arc<Vec<Table>>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((info.version.clone(), tables));
     }
 }
 

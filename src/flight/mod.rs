@@ -327,9 +327,9 @@ impl Door {
     async fn execute(&self, key: &str, sql: &str) -> Result<(SchemaRef, AnswerStream), Status> {
         let started = Instant::now();
         let result = async {
-            let snapshot = query::snapshot(&self.state.store, None)?;
+            let version = query::version(&self.state.store, None)?;
             let statement = Statement { sql, user: key, positional: true, describe: false };
-            query::run_stream(&self.state.sql, snapshot, statement).await
+            query::run_stream(&self.state.sql, version, statement).await
         }
         .await;
         let (result, outcome) = match result {
@@ -356,9 +356,9 @@ impl Door {
         sql: &str,
         describe: bool,
     ) -> Result<(SchemaRef, Vec<RecordBatch>), Refusal> {
-        let snapshot = query::snapshot(&self.state.store, None)?;
+        let version = query::version(&self.state.store, None)?;
         let statement = Statement { sql, user: key, positional: true, describe };
-        let answer = query::run_ipc(&self.state.sql, snapshot, statement, Arc::new(AtomicBool::new(false))).await?;
+        let answer = query::run_ipc(&self.state.sql, version, statement, Arc::new(AtomicBool::new(false))).await?;
         let max_rows = self.state.sql.limits().max_rows;
         // Reading an answer of up to hundreds of MB is CPU work: off the executor.
         let failed = |e: String| Refusal::Outcome(Outcome::Failed(e));
@@ -645,22 +645,23 @@ impl FlightSqlService for Door {
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         let key = self.authenticate(&request)?;
-        let snapshot = query::snapshot(&self.state.store, None).map_err(|r| refusal_status(r).0)?;
-        let tables = match self.tables.cached(&snapshot) {
+        let version = query::version(&self.state.store, None).map_err(|r| refusal_status(r).0)?;
+        let info = version.info();
+        let tables = match self.tables.cached(info) {
             Some(described) if query.include_schema => described,
             None if query.include_schema => {
                 // Each table's columns as its query answers with them (planned, not run).
                 let mut described = Vec::new();
-                for table in metadata::Tables::names(&snapshot).iter() {
+                for table in metadata::Tables::names(info).iter() {
                     let sql = format!("SELECT * FROM \"{}\"", table.name.replace('"', "\"\""));
                     let (schema, _) = self.execute_unlogged(&key, &sql, true).await.map_err(|r| refusal_status(r).0)?;
                     described.push(metadata::Table { schema, ..table.clone() });
                 }
                 let described = Arc::new(described);
-                self.tables.keep(&snapshot, Arc::clone(&described));
+                self.tables.keep(info, Arc::clone(&described));
                 described
             }
-            _ => metadata::Tables::names(&snapshot),
+            _ => metadata::Tables::names(info),
         };
         let (schema, batch) = metadata::tables(query, &tables)?;
         Ok(Response::new(flight_stream(schema, vec![batch])))

@@ -105,8 +105,13 @@ impl Prepared {
     /// Binds `addr` (port 0 allowed).
     pub async fn bind(self, addr: &str) -> anyhow::Result<Application> {
         let listener = TcpListener::bind(addr).await.map_err(|e| anyhow::anyhow!("cannot bind {addr}: {e}"))?;
+        Ok(self.serve_on(listener))
+    }
+
+    /// The application on a listener bound already.
+    pub fn serve_on(self, listener: TcpListener) -> Application {
         let Prepared { router, front, limits } = self;
-        Ok(Application { listener, router, front, limits })
+        Application { listener, router, front, limits }
     }
 }
 

@@ -33,7 +33,6 @@ mod places;
 mod session;
 pub mod tls;
 
-use crate::engine::dataset::snapshot::Snapshot;
 use crate::engine::sql::names::wire_name;
 use crate::engine::sql::sandbox::Refused;
 use crate::engine::sql::worker::{Limit, Outcome, Runner};
@@ -76,7 +75,7 @@ pub struct Backend {
     /// The session's settings (`SET`, `SHOW`), made from the start-up message on first use.
     settings: Mutex<Option<session::Settings>>,
     /// The dataset version a transaction reads (from `BEGIN` to `COMMIT`/`ROLLBACK`).
-    pinned: Mutex<Option<Arc<Snapshot>>>,
+    pinned: Mutex<Option<crate::engine::sql::worker::SqlVersion>>,
     /// Open server-side cursors: each query's answer (within `--sql-max-rows`) and the rows
     /// fetched so far.
     cursors: Mutex<std::collections::HashMap<String, (DataFrame, usize)>>,
@@ -348,8 +347,8 @@ impl Backend {
         let cancel = Arc::clone(&self.cancel);
         cancel.store(false, std::sync::atomic::Ordering::Relaxed);
         let statement = Statement { sql, user, positional: true, describe };
-        let answer = match query::snapshot(&self.state.store, pinned) {
-            Ok(snapshot) => query::run_frame(&self.state.sql, snapshot, statement, cancel).await,
+        let answer = match query::version(&self.state.store, pinned) {
+            Ok(version) => query::run_frame(&self.state.sql, version, statement, cancel).await,
             Err(refusal) => Err(refusal),
         };
         match answer {
@@ -430,7 +429,7 @@ impl Backend {
             S::Begin => {
                 let mut pinned = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
                 if pinned.is_none() {
-                    *pinned = self.state.store.current();
+                    *pinned = crate::engine::sql::query::current(&self.state.store);
                 }
                 Ok(Response::TransactionStart(Tag::new("BEGIN")))
             }

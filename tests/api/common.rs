@@ -210,6 +210,26 @@ impl TestApp {
     }
 
     fn try_serve_env(dir: &Path, data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Result<TestApp, String> {
+        TestApp::start(dir, data, extra, env, None)
+    }
+
+    /// Starts the service on `127.0.0.1:port` (a port the caller found free) without waiting
+    /// for it to say it listens: for what it answers while its first load runs. Its standard
+    /// output goes to the log.
+    pub fn launch_on(dir: &Path, data: &Path, port: u16) -> TestApp {
+        let bind = format!("127.0.0.1:{port}");
+        TestApp::start(dir, data, &[], &[], Some(&bind)).unwrap_or_else(|log| panic!("service did not start:\n{log}"))
+    }
+
+    /// Starts the service: on port 0, waiting for the line that gives its address (`Err(stderr)`
+    /// when it exits instead), or on `bind` at once.
+    fn start(
+        dir: &Path,
+        data: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        bind: Option<&str>,
+    ) -> Result<TestApp, String> {
         let mut cmd = Command::new(binary());
         cmd.envs(env.iter().copied());
         cmd.arg("serve");
@@ -224,7 +244,7 @@ impl TestApp {
         }
         let mut child = cmd
             .arg("--bind")
-            .arg("127.0.0.1:0")
+            .arg(bind.unwrap_or("127.0.0.1:0"))
             .arg("--data")
             .arg(data)
             .args(extra)
@@ -244,6 +264,17 @@ impl TestApp {
             }
         });
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        if let Some(bind) = bind {
+            let sink = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in stdout.lines().map_while(Result::ok) {
+                    let mut l = sink.lock().unwrap();
+                    l.push_str(&line);
+                    l.push('\n');
+                }
+            });
+            return Ok(TestApp { base: format!("http://{bind}"), data: data.to_path_buf(), dir: dir.to_path_buf(), child, log });
+        }
         let mut line = String::new();
         let _ = stdout.read_line(&mut line);
         let Some(addr) = line.trim().strip_prefix("listening on ") else {

@@ -464,7 +464,8 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     let app = TestApp::serve(&dir, &data, &[]);
     let (_, ready) = app.get("/readyz");
     let version = ready["dataset"]["version"].as_str().unwrap().to_string();
-    // A worker was readied on the export while the load went on, then lowered itself, every
+    // A worker was readied on the export while the load went on, at the normal priority (no
+    // API answer waited behind it); the first query on the served version lowers it, every
     // thread of it, to the idle scheduling class like every worker.
     let readied = format!("SQL worker readied while the dataset loads version={version}");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -474,10 +475,7 @@ fn a_version_answers_sql_from_the_moment_it_serves() {
     }
     let early = workers_of(app.pid());
     assert!(!early.is_empty(), "no SQL worker runs");
-    while !early.iter().all(|&w| all_threads_idle(w)) {
-        assert!(Instant::now() < deadline, "a readied worker still runs at the normal priority");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(early.iter().all(|&w| !all_threads_idle(w)), "the readied worker was lowered before any query");
     let before = vm_hwm_kb(app.pid());
     let (status, body) = post(&app, "SELECT COUNT(*) AS n FROM catalog");
     assert_eq!(status, 200, "{body}");
@@ -562,6 +560,56 @@ fn a_refused_first_export_leaves_no_worker_and_no_copy() {
         assert!(Instant::now() < deadline + Duration::from_secs(30), "the valid export never served SQL: {body}");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Analysts' SQL answers from the moment the first load has accepted the export (checked, its
+/// views computed), while the API's table is still built: the API answers 503 meanwhile, and the
+/// version SQL read is the one the API then serves.
+#[test]
+fn sql_answers_the_accepted_export_before_the_api_serves() {
+    let dir = temp_dir("sql-early");
+    let data = dir.join("catalog.parquet");
+    // Large enough for the table build to take a while after the views.
+    let rows = 3_000_000;
+    generate(rows, 12, &data);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let app = TestApp::launch_on(&dir, &data, port);
+    // The ports are bound before the load starts.
+    wait_for_log(&app, "loading dataset");
+    let sql = "SELECT COUNT(*) AS n FROM catalog";
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let (answer, version) = loop {
+        assert!(Instant::now() < deadline, "SQL never answered; log:\n{}", app.logs());
+        let res = app
+            .raw("POST", "/sql")
+            .header("X-API-Key", KEY)
+            .header("X-API-Secret", SECRET)
+            .header("Content-Type", "application/json")
+            .body(json!({ "sql": sql }).to_string())
+            .send();
+        let version = res.header("x-dataset-version").map(str::to_string);
+        let (status, body) = into_json(res);
+        if status == 200 {
+            break (body, version);
+        }
+        // Before the load has accepted the export: that no dataset is loaded yet.
+        assert_error((status, body), 503, "SERVICE_UNAVAILABLE");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Asked right after the answer: the API does not serve yet.
+    let (ready, not_ready) = into_json(app.raw("GET", "/readyz").send());
+    assert_eq!(ready, 503, "the API was serving already when SQL first answered: {not_ready}; log:\n{}", app.logs());
+    assert_error(app.get("/catalog/vehicles?page_size=1"), 503, "SERVICE_UNAVAILABLE");
+    assert!(app.logs().contains("export accepted"), "{}", app.logs());
+    assert!(!app.logs().contains("listening on http://"), "said it listens before the API served: {}", app.logs());
+    assert_eq!(rows_of(&answer), vec![json!({ "n": rows })], "{answer}");
+    // The API then serves the version SQL read, and "listening" is said.
+    wait_for_log(&app, "listening on http://");
+    let (status, readyz) = into_json(app.raw("GET", "/readyz").send());
+    assert_eq!(status, 200, "{readyz}");
+    assert_eq!(version.as_deref(), readyz["dataset"]["version"].as_str(), "{readyz}");
+    let (status, again) = post(&app, sql);
+    assert_eq!((status, rows_of(&again)), (200, rows_of(&answer)), "{again}");
 }
 
 /// The files under `dir` (none when it is missing).

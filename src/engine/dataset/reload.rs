@@ -84,6 +84,7 @@ pub fn load_export(
     limits: InputLimits,
     state: Option<&StateDir>,
     serving: Option<&str>,
+    accepted: Option<&load::Accepted>,
 ) -> Result<Option<Snapshot>, LoadError> {
     let kept = state.filter(|_| serving.is_none()).and_then(|s| s.kept_version().map(|v| (s, v)));
     let stage = |bytes: &[u8], digest: [u8; 32]| {
@@ -118,7 +119,7 @@ pub fn load_export(
             Err(_) => None,
         };
         drop(bytes);
-        let loaded = raw.and_then(|raw| load::load_parsed(raw, version.clone(), data, views, started));
+        let loaded = raw.and_then(|raw| load::load_parsed(raw, version.clone(), data, views, started, accepted));
         (loaded, digest, version, staged)
     } else {
         // With a kept version, the table of the kept version is mapped on another thread
@@ -411,7 +412,7 @@ impl Reloader {
             if let Some(check) = views_check.filter(|_| views_serving != Some(views.digest)) {
                 say_if_sql_cannot_read(check, &views, &queries);
             }
-            let loaded = load_export(&data, &views, limits, state.as_ref(), current.as_deref());
+            let loaded = load_export(&data, &views, limits, state.as_ref(), current.as_deref(), None);
             let snapshot = match loaded.map_err(|e| e.to_string())? {
                 Some(s) => s,
                 None => return Ok(None),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwapOption;
 use chrono::{DateTime, Utc};
 
-use super::snapshot::Snapshot;
+use super::snapshot::{DatasetInfo, Snapshot};
 
 /// What one reload attempt did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +48,9 @@ pub struct ReloadRecord {
 #[derive(Default)]
 pub struct Store {
     current: ArcSwapOption<Snapshot>,
+    /// The version the first load has accepted (its export checked, its views computed) while
+    /// it still builds the API's table: analysts' SQL reads it from then (see `engine::sql`).
+    accepted: ArcSwapOption<DatasetInfo>,
     reloads_ok: AtomicU64,
     reloads_refused: AtomicU64,
     last_reload: Mutex<Option<ReloadRecord>>,
@@ -75,7 +78,27 @@ impl Store {
     /// Replaces the serving snapshot and returns the previous one; requests in flight finish on
     /// the one they hold.
     pub fn replace(&self, snapshot: Snapshot) -> Option<Arc<Snapshot>> {
-        self.current.swap(Some(Arc::new(snapshot)))
+        let previous = self.current.swap(Some(Arc::new(snapshot)));
+        self.accepted.store(None);
+        previous
+    }
+
+    /// Says that the first load has accepted the export of `info` and is building the API's
+    /// table (nothing serves yet).
+    pub fn accept(&self, info: DatasetInfo) {
+        if self.current.load().is_none() {
+            self.accepted.store(Some(Arc::new(info)));
+        }
+    }
+
+    /// The version the first load has accepted, until a snapshot serves or the load fails.
+    pub fn accepted(&self) -> Option<Arc<DatasetInfo>> {
+        self.accepted.load_full()
+    }
+
+    /// Forgets the accepted version: the first load failed after accepting it.
+    pub fn forget_accepted(&self) {
+        self.accepted.store(None);
     }
 
     /// Records the outcome of a reload attempt (a load at start-up counts as one).

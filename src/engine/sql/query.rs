@@ -9,8 +9,7 @@ use std::sync::Arc;
 use polars::prelude::{DataFrame, IpcStreamReader, SerReader};
 
 use super::sandbox::{self, Refused};
-use super::worker::{offered_tables, Answer, Outcome, Runner, Streaming};
-use crate::engine::dataset::snapshot::Snapshot;
+use super::worker::{offered_tables, Answer, Outcome, Runner, SqlVersion, Streaming};
 use crate::engine::store::Store;
 
 /// Why a statement gave no answer.
@@ -38,47 +37,63 @@ pub struct Statement<'a> {
     pub describe: bool,
 }
 
-/// The dataset version a statement reads: `pinned` (a transaction's), else the current one.
-pub fn snapshot(store: &Store, pinned: Option<Arc<Snapshot>>) -> Result<Arc<Snapshot>, Refusal> {
-    pinned.or_else(|| store.current()).ok_or(Refusal::NoData)
+/// The dataset version a statement reads: `pinned` (a transaction's), else the one serving,
+/// else the one the first load has accepted while it builds the API's table.
+/// A version pinned before it served reads as served once it does, and is gone if its load
+/// failed after accepting it.
+pub fn version(store: &Store, pinned: Option<SqlVersion>) -> Result<SqlVersion, Refusal> {
+    let now = current(store);
+    match pinned {
+        Some(SqlVersion::Accepted(info)) => now.filter(|v| v.info().version == info.version).ok_or(Refusal::NoData),
+        Some(served) => Ok(served),
+        None => now.ok_or(Refusal::NoData),
+    }
 }
 
-/// Checks `statement` against the sandbox and runs it on `snapshot` within the limits; the
+/// The version analysts' SQL reads now (see [`version`]).
+pub fn current(store: &Store) -> Option<SqlVersion> {
+    match store.current() {
+        Some(snapshot) => Some(SqlVersion::Served(snapshot)),
+        None => store.accepted().map(SqlVersion::Accepted),
+    }
+}
+
+/// Checks `statement` against the sandbox and runs it on `version` within the limits; the
 /// answer is the worker's Arrow IPC stream (at most `max_rows + 1` rows). Stops within some
 /// 25 ms of `cancel` becoming true.
 pub async fn run_ipc(
     runner: &Arc<Runner>,
-    snapshot: Arc<Snapshot>,
+    version: SqlVersion,
     statement: Statement<'_>,
     cancel: Arc<AtomicBool>,
 ) -> Result<Answer, Refusal> {
     let describe = statement.describe;
-    checked_on_a_thread(runner, snapshot, statement, move |runner, snapshot, sql| {
-        runner.ask_ipc(snapshot, sql, &cancel, describe)
+    checked_on_a_thread(runner, version, statement, move |runner, version, sql| {
+        runner.ask_ipc(version, sql, &cancel, describe)
     })
     .await
 }
 
-/// Checks `statement` against the sandbox and starts it on `snapshot` within the limits, its
+/// Checks `statement` against the sandbox and starts it on `version` within the limits, its
 /// answer streamed as it is computed (see [`Runner::ask_stream`]): the stream once the answer's
 /// schema is known.
 pub async fn run_stream(
     runner: &Arc<Runner>,
-    snapshot: Arc<Snapshot>,
+    version: SqlVersion,
     statement: Statement<'_>,
 ) -> Result<Streaming, Refusal> {
-    checked_on_a_thread(runner, snapshot, statement, |runner, snapshot, sql| runner.ask_stream(snapshot, sql)).await
+    checked_on_a_thread(runner, version, statement, |runner, version, sql| runner.ask_stream(version, sql)).await
 }
 
 /// `statement` checked against the sandbox, then `ask` with its checked SQL on a thread of its
 /// own (it may wait for its worker up to the time limit).
 async fn checked_on_a_thread<T: Send + 'static>(
     runner: &Arc<Runner>,
-    snapshot: Arc<Snapshot>,
+    version: SqlVersion,
     statement: Statement<'_>,
-    ask: impl FnOnce(&Arc<Runner>, &Arc<Snapshot>, &str) -> Result<T, Outcome> + Send + 'static,
+    ask: impl FnOnce(&Arc<Runner>, &SqlVersion, &str) -> Result<T, Outcome> + Send + 'static,
 ) -> Result<T, Refusal> {
-    let offered = offered_tables(&snapshot.info.views);
+    let offered = offered_tables(&version.info().views);
     let checked =
         sandbox::check(statement.sql, &offered, statement.user, statement.positional).map_err(Refusal::Refused)?;
     let runner = Arc::clone(runner);
@@ -86,7 +101,7 @@ async fn checked_on_a_thread<T: Send + 'static>(
     std::thread::Builder::new()
         .name("eco-sql-query".into())
         .spawn(move || {
-            let _ = done.send(ask(&runner, &snapshot, &checked.sql));
+            let _ = done.send(ask(&runner, &version, &checked.sql));
         })
         .map_err(|e| Refusal::Outcome(Outcome::Failed(e.to_string())))?;
     match result.await {
@@ -98,12 +113,12 @@ async fn checked_on_a_thread<T: Send + 'static>(
 /// [`run_ipc`] read into a frame of at most `max_rows` rows, and whether more were cut.
 pub async fn run_frame(
     runner: &Arc<Runner>,
-    snapshot: Arc<Snapshot>,
+    version: SqlVersion,
     statement: Statement<'_>,
     cancel: Arc<AtomicBool>,
 ) -> Result<(DataFrame, bool), Refusal> {
     let max_rows = runner.limits().max_rows;
-    let answer = run_ipc(runner, snapshot, statement, cancel).await?;
+    let answer = run_ipc(runner, version, statement, cancel).await?;
     let frame = IpcStreamReader::new(std::io::Cursor::new(&answer[..]))
         .finish()
         .map_err(|e| Refusal::Outcome(Outcome::Failed(format!("cannot read the SQL worker's answer: {e}"))))?;

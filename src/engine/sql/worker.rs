@@ -20,7 +20,7 @@ use super::spawn::{at_idle_priority, lower_priority, stop_process, widen_pipe};
 use super::tables::{created_table, Statements, EXPORT, STATEMENTS};
 use super::SqlLimits;
 use crate::engine::dataset::schema::{COLUMNS, DICTIONARY_ENCODED};
-use crate::engine::dataset::snapshot::Snapshot;
+use crate::engine::dataset::snapshot::{DatasetInfo, Snapshot};
 use crate::engine::dataset::views::Views;
 
 /// A worker's answer: the rows (an Arrow IPC stream).
@@ -45,17 +45,45 @@ const OUT_OF_MEMORY: u8 = 4;
 /// The query a warm worker is readied with: its session made, no row read.
 const READY_SQL: &str = "SELECT 1 AS ready FROM catalog WHERE false";
 
-/// The worker's argument asking it to lower itself to the idle priority once it has answered
-/// its first request (see [`Runner::warm_early`]).
-const IDLE_AFTER_FIRST: &str = "--idle-after-first";
-
 /// At which priority a worker starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Priority {
-    /// Idle from its start: every worker answering queries.
+    /// Idle from its start: every worker answering queries on a version the API serves.
     Idle,
-    /// Normal until its first request is answered, then idle.
-    IdleAfterFirst,
+    /// Normal until a request asks for the idle priority (see [`Request::idle`]): a worker
+    /// started while the first load runs, when no API answer waits behind it.
+    Normal,
+}
+
+/// The dataset version analysts' SQL reads: the snapshot the API serves, or, while the first
+/// load still builds the API's table, that load's version once its export is accepted (checked,
+/// its views computed: nothing left that can refuse it). Both read the same folder of tables.
+#[derive(Debug, Clone)]
+pub enum SqlVersion {
+    Served(Arc<Snapshot>),
+    Accepted(Arc<DatasetInfo>),
+}
+
+impl SqlVersion {
+    pub fn info(&self) -> &DatasetInfo {
+        match self {
+            SqlVersion::Served(snapshot) => &snapshot.info,
+            SqlVersion::Accepted(info) => info,
+        }
+    }
+
+    fn snapshot(&self) -> Option<&Snapshot> {
+        match self {
+            SqlVersion::Served(snapshot) => Some(snapshot),
+            SqlVersion::Accepted(_) => None,
+        }
+    }
+
+    /// Whether the API serves it: its queries then run at the idle priority, on the CPU time
+    /// the API's answers leave; before, nothing else is answered and they run at the normal one.
+    fn served(&self) -> bool {
+        matches!(self, SqlVersion::Served(_))
+    }
 }
 
 /// What the service sends a worker.
@@ -80,6 +108,10 @@ pub struct Request {
     /// [`STREAM_END`] or the failure), at most `max_rows` rows.
     #[serde(default)]
     pub stream: bool,
+    /// Run at the idle priority: a worker started at the normal one lowers itself first, for
+    /// good (a process cannot raise itself back).
+    #[serde(default)]
+    pub idle: bool,
 }
 
 /// The limit a query was stopped at.
@@ -127,10 +159,10 @@ pub fn offered_tables(views: &Views) -> Vec<String> {
 /// for an answer written to the request's file); a streamed request is answered with
 /// [`STREAM_SCHEMA`], a [`STREAM_BATCH`] per record batch as it is computed, then [`STREAM_END`]
 /// (or the failure). It keeps the last version's
-/// tables mapped for the next queries on it. Ends when its input ends. With `idle_after_first`,
-/// it lowers itself to the idle priority once its first request is answered.
-pub fn run_worker(idle_after_first: bool) -> i32 {
-    let mut lower = idle_after_first;
+/// tables mapped for the next queries on it. Ends when its input ends. It lowers itself to the
+/// idle priority before the first request that asks for it.
+pub fn run_worker() -> i32 {
+    let mut lowered = false;
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).min(4);
     let mut input = std::io::stdin().lock();
     let mut output = std::io::stdout().lock();
@@ -147,6 +179,9 @@ pub fn run_worker(idle_after_first: bool) -> i32 {
         let answer = serde_json::from_slice::<Request>(&buf)
             .map_err(|e| Failure::Invalid(format!("bad request: {e}")))
             .and_then(|request| {
+                if request.idle && !std::mem::replace(&mut lowered, true) {
+                    lower_priority();
+                }
                 if engine.is_none() {
                     engine = Some(Engine::new(threads, request.memory_bytes as usize).map_err(Failure::Invalid)?);
                 }
@@ -191,9 +226,6 @@ pub fn run_worker(idle_after_first: bool) -> i32 {
         };
         if write_frame(&mut output, status, &[&payload]).is_err() {
             return 2;
-        }
-        if std::mem::take(&mut lower) {
-            lower_priority();
         }
     }
 }
@@ -566,22 +598,25 @@ impl Runner {
         self.dir.join(EXPORTS)
     }
 
-    /// The folder of `snapshot`'s version's tables, made on first use (in milliseconds: the kept
-    /// export is moved in; older versions' folders are removed then), and its tables then
-    /// written ahead when it is small enough; with whether this call made the folder.
-    fn tables_dir(&self, snapshot: &Snapshot) -> Result<(PathBuf, bool), String> {
-        let info = &snapshot.info;
+    /// The folder of `version`'s tables, made on first use (in milliseconds: the kept export is
+    /// moved in; older versions' folders are removed then), and its tables then written ahead
+    /// when it is small enough and serves; with whether this call made the folder.
+    fn tables_dir(&self, version: &SqlVersion) -> Result<(PathBuf, bool), String> {
+        let info = version.info();
         let path = self.dir.join(&info.version);
         let begun = |v: &Option<String>| v.as_deref() == Some(info.version.as_str());
         if path.is_dir() && begun(&self.ahead_version.lock().unwrap_or_else(|e| e.into_inner())) {
             return Ok((path, false));
         }
-        let made = self.version_dir(&info.version, &info.views, Some(snapshot))?;
-        let mut ahead = self.ahead_version.lock().unwrap_or_else(|e| e.into_inner());
-        if !begun(&ahead) {
-            *ahead = Some(info.version.clone());
-            if info.rows <= super::mapped::AHEAD_MAX_ROWS {
-                self.write_ahead(&path, offered_tables(&info.views));
+        let made = self.version_dir(&info.version, &info.views, version.snapshot())?;
+        // Not while the first load still builds the API's table: the writing waits for it.
+        if version.served() {
+            let mut ahead = self.ahead_version.lock().unwrap_or_else(|e| e.into_inner());
+            if !begun(&ahead) {
+                *ahead = Some(info.version.clone());
+                if info.rows <= super::mapped::AHEAD_MAX_ROWS {
+                    self.write_ahead(&path, offered_tables(&info.views));
+                }
             }
         }
         Ok((path, made))
@@ -600,10 +635,12 @@ impl Runner {
 
     /// Readies a warm worker on `version`'s export while the first load still computes the
     /// version's table (the load has kept the export and knows its version): its folder of
-    /// tables made, a worker started at the normal priority, its session made, then lowered to
-    /// the idle priority like every worker. The first SQL query once the version serves pays
-    /// only for itself. Only for a first load: nothing else serves yet, so no folder in use is
-    /// replaced. If the load is then refused, [`Runner::abandon_early`] removes them.
+    /// tables made, a worker started at the normal priority and its session made. It stays at
+    /// the normal priority through the queries asked before the version serves
+    /// ([`SqlVersion::Accepted`]), and lowers itself to the idle one, like every worker, with the
+    /// first query once it serves. The first SQL query pays only for itself. Only for a first
+    /// load: nothing else serves yet, so no folder in use is replaced. If the load is then
+    /// refused, [`Runner::abandon_early`] removes them.
     pub fn warm_early(self: &Arc<Self>, version: &str, views: &Views) {
         let (runner, version, views) = (Arc::clone(self), version.to_string(), views.clone());
         *self.early.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.clone());
@@ -614,9 +651,11 @@ impl Runner {
                 let path = runner.dir.join(&version);
                 let _slot = runner.slot()?;
                 // Put among the idle workers, it is the one the readying query is sent to (no
-                // query runs before the version serves).
-                runner.keep(runner.spawn_warm(&path, Priority::IdleAfterFirst).map_err(Outcome::Failed)?);
-                let request = runner.request_on(path, offered_tables(&views), READY_SQL);
+                // query runs before the load has accepted the export). It stays at the normal
+                // priority until the version serves: queries before then wait for nothing else.
+                runner.keep(runner.spawn_warm(&path, Priority::Normal).map_err(Outcome::Failed)?);
+                let mut request = runner.request_on(path, offered_tables(&views), READY_SQL);
+                request.idle = false;
                 runner.ask_warm(&request, started, &std::sync::atomic::AtomicBool::new(false)).map(drop)
             })();
             match readied {
@@ -647,6 +686,12 @@ impl Runner {
             self.remove_version(&version);
             tracing::info!(%version, "the SQL worker readied on the refused export is stopped");
         }
+    }
+
+    /// Whether analysts' SQL can read `version` before it serves: its folder of tables is made,
+    /// or the export its load kept is there to be moved in.
+    pub fn can_read(&self, version: &str) -> bool {
+        self.dir.join(version).is_dir() || crate::engine::dataset::load::kept_export(version).is_some()
     }
 
     /// Stops the idle workers on `version`'s folder of tables and removes it, with the export
@@ -725,49 +770,50 @@ impl Runner {
     /// readying query would take that worker from an analyst's query, or start a second one,
     /// forking the whole service, while the first answers).
     pub fn prepare(&self, snapshot: &Arc<Snapshot>) {
+        let snapshot = &SqlVersion::Served(Arc::clone(snapshot));
         match self.tables_dir(snapshot) {
             Ok((_, true)) => {}
             Ok((_, false)) => return,
-            Err(e) => return tracing::warn!(version = %snapshot.info.version, "the SQL tables cannot be prepared: {e}"),
+            Err(e) => return tracing::warn!(version = %snapshot.info().version, "the SQL tables cannot be prepared: {e}"),
         }
         match self.run(snapshot, READY_SQL) {
             Outcome::Rows { .. } | Outcome::Busy => {}
-            other => tracing::warn!(version = %snapshot.info.version, "no SQL worker could be readied: {other:?}"),
+            other => tracing::warn!(version = %snapshot.info().version, "no SQL worker could be readied: {other:?}"),
         }
     }
 
-    /// Runs a checked statement against `snapshot` within the limits. Blocks the calling thread
+    /// Runs a checked statement against `version` within the limits. Blocks the calling thread
     /// for at most about the time limit.
-    pub fn run(&self, snapshot: &Arc<Snapshot>, sql: &str) -> Outcome {
-        self.run_cancellable(snapshot, sql, &std::sync::atomic::AtomicBool::new(false))
+    pub fn run(&self, version: &SqlVersion, sql: &str) -> Outcome {
+        self.run_cancellable(version, sql, &std::sync::atomic::AtomicBool::new(false))
     }
 
     /// [`Runner::run`], stopped (its worker killed, [`Outcome::Cancelled`]) within some 25 ms of
     /// `cancel` becoming true (a client's cancel request).
     pub fn run_cancellable(
         &self,
-        snapshot: &Arc<Snapshot>,
+        version: &SqlVersion,
         sql: &str,
         cancel: &std::sync::atomic::AtomicBool,
     ) -> Outcome {
-        self.ask(snapshot, sql, cancel, false)
+        self.ask(version, sql, cancel, false)
     }
 
     /// Describes a statement with `$n` parameters: an answer with no rows whose columns are the
     /// statement's, then one column per parameter named [`super::engine::PARAMETER`]`n`, of its inferred type
     /// (see [`Engine::describe`]).
-    pub fn describe(&self, snapshot: &Arc<Snapshot>, sql: &str, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
-        self.ask(snapshot, sql, cancel, true)
+    pub fn describe(&self, version: &SqlVersion, sql: &str, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
+        self.ask(version, sql, cancel, true)
     }
 
     fn ask(
         &self,
-        snapshot: &Arc<Snapshot>,
+        version: &SqlVersion,
         sql: &str,
         cancel: &std::sync::atomic::AtomicBool,
         describe: bool,
     ) -> Outcome {
-        match self.ask_ipc(snapshot, sql, cancel, describe) {
+        match self.ask_ipc(version, sql, cancel, describe) {
             Ok(answer) => match IpcStreamReader::new(std::io::Cursor::new(&answer[..])).finish() {
                 Ok(frame) => {
                     let truncated = frame.height() > self.limits.max_rows;
@@ -785,29 +831,29 @@ impl Runner {
     /// `max_rows`); any other outcome is the error.
     pub fn ask_ipc(
         &self,
-        snapshot: &Arc<Snapshot>,
+        version: &SqlVersion,
         sql: &str,
         cancel: &std::sync::atomic::AtomicBool,
         describe: bool,
     ) -> Result<Answer, Outcome> {
         let _slot = self.slot()?;
         let started = Instant::now();
-        let request = self.request(snapshot, sql, |r| {
+        let request = self.request(version, sql, |r| {
             r.describe = describe;
             r.answer_file = self.answers.as_ref().map(|d| d.join(uuid::Uuid::new_v4().simple().to_string()));
         })?;
         self.ask_warm(&request, started, cancel).map_err(|outcome| shown(outcome, &request.tables_dir))
     }
 
-    /// Runs a checked statement against `snapshot` within the limits, its answer streamed as
+    /// Runs a checked statement against `version` within the limits, its answer streamed as
     /// the worker computes it (at most `max_rows` rows, the rest cut): the stream, once the
     /// worker has planned the statement and sent the answer's schema. The worker and its slot
     /// are the stream's until it ends or is dropped (a stream dropped before its end stops its
     /// worker); the time limit counts from now to the stream's end.
-    pub fn ask_stream(self: &Arc<Self>, snapshot: &Arc<Snapshot>, sql: &str) -> Result<Streaming, Outcome> {
+    pub fn ask_stream(self: &Arc<Self>, version: &SqlVersion, sql: &str) -> Result<Streaming, Outcome> {
         let slot = self.slot()?;
         let started = Instant::now();
-        let request = self.request(snapshot, sql, |r| r.stream = true)?;
+        let request = self.request(version, sql, |r| r.stream = true)?;
         let mut warm = self.send(&request)?;
         let deadline = started + self.limits.timeout;
         match self.receive(&mut warm, deadline, None) {
@@ -833,15 +879,16 @@ impl Runner {
         Ok(Slot(Arc::clone(&self.running)))
     }
 
-    /// The request for `sql` on `snapshot`'s tables, as `shape` completes it.
+    /// The request for `sql` on `version`'s tables, as `shape` completes it.
     fn request(
         &self,
-        snapshot: &Arc<Snapshot>,
+        version: &SqlVersion,
         sql: &str,
         shape: impl FnOnce(&mut Request),
     ) -> Result<Request, Outcome> {
-        let (tables_dir, _) = self.tables_dir(snapshot).map_err(Outcome::Failed)?;
-        let mut request = self.request_on(tables_dir, offered_tables(&snapshot.info.views), sql);
+        let (tables_dir, _) = self.tables_dir(version).map_err(Outcome::Failed)?;
+        let mut request = self.request_on(tables_dir, offered_tables(&version.info().views), sql);
+        request.idle = version.served();
         shape(&mut request);
         Ok(request)
     }
@@ -857,6 +904,7 @@ impl Runner {
             describe: false,
             answer_file: None,
             stream: false,
+            idle: true,
         }
     }
 
@@ -865,9 +913,6 @@ impl Runner {
         let budget = self.limits.memory_bytes;
         let mut command = Command::new(&self.program);
         command.arg("sql-worker");
-        if priority == Priority::IdleAfterFirst {
-            command.arg(IDLE_AFTER_FIRST);
-        }
         command
             .env("POLARS_MAX_THREADS", "2")
             .env("RAYON_NUM_THREADS", "2")
@@ -968,7 +1013,10 @@ impl Runner {
         };
         let mut warm = match kept {
             Some(w) => w,
-            None => self.spawn_warm(&request.tables_dir, Priority::Idle).map_err(Outcome::Failed)?,
+            None => {
+                let priority = if request.idle { Priority::Idle } else { Priority::Normal };
+                self.spawn_warm(&request.tables_dir, priority).map_err(Outcome::Failed)?
+            }
         };
         let body = serde_json::to_vec(request).unwrap_or_default();
         let sent = warm

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::engine::filters::PageRequest;
 use crate::engine::snapshot::Snapshot;
+use crate::engine::sql::worker::SqlVersion;
 use crate::engine::views::CostConfig;
 
 use crate::http::contract::error::ApiError;
@@ -351,6 +352,76 @@ impl FromRequestParts<AppState> for Ctx {
     }
 }
 
+/// What an answer's envelope and headers name: the request and the dataset version answered.
+pub struct Answering<'a> {
+    pub request_id: Uuid,
+    pub version: &'a str,
+}
+
+impl Answering<'_> {
+    fn meta(&self, filters: Option<Map<String, Value>>, pagination: Option<Pagination>) -> Meta {
+        Meta::new(self.request_id, filters, pagination)
+    }
+
+    /// The envelope around `data`, with optional filters_applied and pagination.
+    pub fn reply<T: Serialize>(
+        &self,
+        data: T,
+        filters: Option<Map<String, Value>>,
+        pagination: Option<Pagination>,
+    ) -> Reply<T> {
+        Reply {
+            envelope: Envelope { success: true, data: Payload { data, meta: self.meta(filters, pagination) } },
+            version: self.version.to_string(),
+        }
+    }
+
+    /// The envelope around JSON written from the table's columns.
+    pub fn reply_json(
+        &self,
+        data: Vec<u8>,
+        filters: Option<Map<String, Value>>,
+        pagination: Option<Pagination>,
+    ) -> RawReply {
+        RawReply { data: RawJson::Owned(data), meta: self.meta(filters, pagination), version: self.version.to_string() }
+    }
+}
+
+/// A handler's context that answers in the envelope.
+pub trait Answers {
+    fn answering(&self) -> Answering<'_>;
+}
+
+impl Answers for Ctx {
+    fn answering(&self) -> Answering<'_> {
+        Answering { request_id: self.request_id, version: &self.snapshot.info.version }
+    }
+}
+
+/// What the SQL door's handlers need: the version analysts' SQL reads (the one serving, or the
+/// one the first load has accepted while it builds the API's table) and the request's id.
+pub struct SqlCtx {
+    pub version: SqlVersion,
+    pub request_id: Uuid,
+}
+
+impl FromRequestParts<AppState> for SqlCtx {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let version = crate::engine::sql::query::current(state.store()).ok_or(ApiError::Unavailable)?;
+        let request_id =
+            parts.extensions.get::<RequestId>().map_or_else(crate::http::contract::state::request_id, |r| r.0);
+        Ok(SqlCtx { version, request_id })
+    }
+}
+
+impl Answers for SqlCtx {
+    fn answering(&self) -> Answering<'_> {
+        Answering { request_id: self.request_id, version: &self.version.info().version }
+    }
+}
+
 impl Ctx {
     /// Runs CPU-bound engine work off the async executor, on this request's snapshot.
     pub async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
@@ -376,10 +447,7 @@ impl Ctx {
         filters: Option<Map<String, Value>>,
         pagination: Option<Pagination>,
     ) -> Reply<T> {
-        Reply {
-            envelope: Envelope { success: true, data: Payload { data, meta: self.meta(filters, pagination) } },
-            version: self.snapshot.info.version.clone(),
-        }
+        self.answering().reply(data, filters, pagination)
     }
 }
 
@@ -406,11 +474,7 @@ impl Ctx {
         filters: Option<Map<String, Value>>,
         pagination: Option<Pagination>,
     ) -> RawReply {
-        RawReply {
-            data: RawJson::Owned(data),
-            meta: self.meta(filters, pagination),
-            version: self.snapshot.info.version.clone(),
-        }
+        self.answering().reply_json(data, filters, pagination)
     }
 }
 

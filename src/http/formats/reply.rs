@@ -7,7 +7,7 @@ use axum::http::{header, HeaderValue, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
-use crate::http::contract::envelope::Ctx;
+use crate::http::contract::envelope::Answers;
 use crate::http::contract::state::DATASET_VERSION;
 use crate::http::wire::Pagination;
 
@@ -20,7 +20,7 @@ use super::{Format, TOTAL_COUNT};
 pub const NEXT_CURSOR: &str = "x-next-cursor";
 
 pub fn list_reply(
-    ctx: &Ctx,
+    ctx: &impl Answers,
     uri: &Uri,
     format: Format,
     data: Vec<u8>,
@@ -28,13 +28,14 @@ pub fn list_reply(
     pagination: Option<Pagination>,
     total: usize,
 ) -> Response {
+    let ctx = ctx.answering();
     let mut res = match format {
         Format::Json => ctx.reply_json(data, filters, pagination.clone()).into_response(),
         other => {
             let mut res = data.into_response();
             let h = res.headers_mut();
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(other.content_type()));
-            if let Ok(v) = HeaderValue::from_str(&ctx.snapshot.info.version) {
+            if let Ok(v) = HeaderValue::from_str(ctx.version) {
                 h.insert(DATASET_VERSION, v);
             }
             res

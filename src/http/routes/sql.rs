@@ -14,7 +14,7 @@ use utoipa_axum::routes;
 
 use crate::engine::sql::sandbox::{self, Refused};
 use crate::engine::sql::worker::{offered_tables, Outcome};
-use crate::http::contract::envelope::{Ctx, SqlColumn};
+use crate::http::contract::envelope::{Answers, SqlColumn, SqlCtx};
 use crate::http::contract::error::ApiError;
 use crate::http::contract::params::QueryParams;
 use crate::http::contract::state::{AppState, MAX_BODY_BYTES};
@@ -105,14 +105,14 @@ fn rows(frame: &DataFrame) -> Vec<Map<String, Value>> {
 
 /// Runs a statement and answers it in `format`.
 async fn answer(
-    ctx: Ctx,
+    ctx: SqlCtx,
     uri: Uri,
     headers: &HeaderMap,
     format: Format,
     sql: String,
     state: AppState,
 ) -> Result<Response, ApiError> {
-    let offered = offered_tables(&ctx.snapshot.info.views);
+    let offered = offered_tables(&ctx.version.info().views);
     // `current_user` is the API key that asks (authenticated before the handler runs).
     let user = headers.get("x-api-key").and_then(|v| v.to_str().ok()).unwrap_or_default();
     let checked = sandbox::check(&sql, &offered, user, false).map_err(|r| match r {
@@ -124,12 +124,12 @@ async fn answer(
     // The query runs on a thread of its own (not the blocking pool): it may wait for its worker
     // up to the time limit.
     let (done, result) = tokio::sync::oneshot::channel();
-    let snapshot = std::sync::Arc::clone(&ctx.snapshot);
+    let version = ctx.version.clone();
     let runner = std::sync::Arc::clone(state.sql());
     std::thread::Builder::new()
         .name("eco-sql".into())
         .spawn(move || {
-            let _ = done.send(runner.run(&snapshot, &checked.sql));
+            let _ = done.send(runner.run(&version, &checked.sql));
         })
         .map_err(ApiError::internal)?;
     let outcome = result.await.map_err(ApiError::internal)?;
@@ -146,7 +146,7 @@ async fn answer(
         frame.columns().iter().map(|c| SqlColumn { name: c.name().to_string(), kind: kind(c.dtype()) }).collect();
     let count = frame.height();
     if format == Format::Json {
-        let mut res = ctx.reply(rows(&frame), None, None).with_sql_result(columns, count, truncated).into_response();
+        let mut res = ctx.answering().reply(rows(&frame), None, None).with_sql_result(columns, count, truncated).into_response();
         let h = res.headers_mut();
         h.insert(formats::TOTAL_COUNT, axum::http::HeaderValue::from(count as u64));
         h.insert("x-sql-truncated", axum::http::HeaderValue::from_static(if truncated { "true" } else { "false" }));
@@ -180,10 +180,11 @@ async fn answer(
         (status = 200, description = "The rows", body = crate::http::contract::envelope::Envelope<Vec<Object>>),
         (status = 400, description = "Not one read-only statement, a forbidden function or table function, an unknown table or column, a syntax error", body = crate::http::contract::error::Failure),
         (status = 422, description = "QUERY_TOO_EXPENSIVE: stopped at the time or memory limit", body = crate::http::contract::error::Failure),
+        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset accepted yet (the first load has not checked the export and computed its views), or every query slot is busy (with Retry-After)", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn sql_get(
-    ctx: Ctx,
+    ctx: SqlCtx,
     uri: Uri,
     headers: HeaderMap,
     axum::extract::State(state): axum::extract::State<AppState>,
@@ -206,7 +207,9 @@ pub async fn sql_get(
 /// table function not on the allow-list (`read_parquet`, `read_csv`, …), an unknown table or
 /// column, or a syntax error: 400 with the parser's reason. A query past `--sql-timeout-ms` or
 /// the memory budget is stopped and answered 422 QUERY_TOO_EXPENSIVE; when every query slot is
-/// busy, 503 with Retry-After. A dataset version is answered from the moment it serves.
+/// busy, 503 with Retry-After. A dataset version is answered from the moment it serves; on a
+/// first start, from the moment the load has accepted the export (checked, its views computed),
+/// while the API still answers 503. Before that: 503 SERVICE_UNAVAILABLE.
 #[utoipa::path(
     post,
     path = "/sql",
@@ -218,10 +221,11 @@ pub async fn sql_get(
         (status = 413, description = "Body larger than 16 KiB", body = crate::http::contract::error::Failure),
         (status = 415, description = "Content-Type is not application/json", body = crate::http::contract::error::Failure),
         (status = 422, description = "QUERY_TOO_EXPENSIVE: stopped at the time or memory limit", body = crate::http::contract::error::Failure),
+        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset accepted yet (the first load has not checked the export and computed its views), or every query slot is busy (with Retry-After)", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn sql_post(
-    ctx: Ctx,
+    ctx: SqlCtx,
     uri: Uri,
     headers: HeaderMap,
     axum::extract::State(state): axum::extract::State<AppState>,
