@@ -560,7 +560,7 @@ impl Doors {
         };
         let limits = args.limits();
         let router = std::thread::Builder::new().name("eco-router".into()).spawn({
-            let (state, limits) = (state.clone(), limits.clone());
+            let state = state.clone();
             move || Prepared::new(state, limits)
         });
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -273,7 +273,13 @@ impl TestApp {
                     l.push('\n');
                 }
             });
-            return Ok(TestApp { base: format!("http://{bind}"), data: data.to_path_buf(), dir: dir.to_path_buf(), child, log });
+            return Ok(TestApp {
+                base: format!("http://{bind}"),
+                data: data.to_path_buf(),
+                dir: dir.to_path_buf(),
+                child,
+                log,
+            });
         }
         let mut line = String::new();
         let _ = stdout.read_line(&mut line);

@@ -590,7 +590,7 @@ pub fn load_file_limited(path: &Path, views: &Views, limits: InputLimits) -> Res
 pub fn load_bytes(bytes: &[u8], path: &Path, views: &Views) -> Result<Snapshot, LoadError> {
     let started = Instant::now();
     let raw = read_parquet(bytes, &path.display().to_string(), DEFAULT_MAX_ROWS)?;
-    build(raw, version_of(bytes, views), path, views, started, None)
+    load_parsed(raw, version_of(bytes, views), path, views, started, None)
 }
 
 /// Loads a complete snapshot from the bytes of an export whose version is already known,
@@ -606,28 +606,17 @@ pub fn load_owned(
     let started = Instant::now();
     let raw = read_parquet(&bytes, &path.display().to_string(), max_rows)?;
     drop(bytes);
-    build(raw, version, path, views, started, None)
-}
-
-/// Builds the snapshot of an export already parsed (by [`read_parquet`], from `started`) whose
-/// version is known; `accepted`, when given, is told of the version once nothing left can
-/// refuse the export (it is checked and its views computed), before the table is built.
-pub fn load_parsed(
-    raw: DataFrame,
-    version: String,
-    path: &Path,
-    views: &Views,
-    started: Instant,
-    accepted: Option<&Accepted>,
-) -> Result<Snapshot, LoadError> {
-    build(raw, version, path, views, started, accepted)
+    load_parsed(raw, version, path, views, started, None)
 }
 
 /// What is told of a version a load has accepted, while it builds its table.
 pub type Accepted = dyn Fn(&DatasetInfo) + Sync;
 
-/// Checks a parsed export, computes the views and builds the snapshot.
-fn build(
+/// Builds the snapshot of an export already parsed (by [`read_parquet`], from `started`) whose
+/// version is known: checks it, computes the views, builds the table. `accepted`, when given,
+/// is told of the version once nothing left can refuse the export (it is checked and its views
+/// computed), before the table is built.
+pub fn load_parsed(
     raw: DataFrame,
     version: String,
     path: &Path,

@@ -774,7 +774,9 @@ impl Runner {
         match self.tables_dir(snapshot) {
             Ok((_, true)) => {}
             Ok((_, false)) => return,
-            Err(e) => return tracing::warn!(version = %snapshot.info().version, "the SQL tables cannot be prepared: {e}"),
+            Err(e) => {
+                return tracing::warn!(version = %snapshot.info().version, "the SQL tables cannot be prepared: {e}")
+            }
         }
         match self.run(snapshot, READY_SQL) {
             Outcome::Rows { .. } | Outcome::Busy => {}
@@ -790,12 +792,7 @@ impl Runner {
 
     /// [`Runner::run`], stopped (its worker killed, [`Outcome::Cancelled`]) within some 25 ms of
     /// `cancel` becoming true (a client's cancel request).
-    pub fn run_cancellable(
-        &self,
-        version: &SqlVersion,
-        sql: &str,
-        cancel: &std::sync::atomic::AtomicBool,
-    ) -> Outcome {
+    pub fn run_cancellable(&self, version: &SqlVersion, sql: &str, cancel: &std::sync::atomic::AtomicBool) -> Outcome {
         self.ask(version, sql, cancel, false)
     }
 
@@ -806,13 +803,7 @@ impl Runner {
         self.ask(version, sql, cancel, true)
     }
 
-    fn ask(
-        &self,
-        version: &SqlVersion,
-        sql: &str,
-        cancel: &std::sync::atomic::AtomicBool,
-        describe: bool,
-    ) -> Outcome {
+    fn ask(&self, version: &SqlVersion, sql: &str, cancel: &std::sync::atomic::AtomicBool, describe: bool) -> Outcome {
         match self.ask_ipc(version, sql, cancel, describe) {
             Ok(answer) => match IpcStreamReader::new(std::io::Cursor::new(&answer[..])).finish() {
                 Ok(frame) => {
@@ -880,12 +871,7 @@ impl Runner {
     }
 
     /// The request for `sql` on `version`'s tables, as `shape` completes it.
-    fn request(
-        &self,
-        version: &SqlVersion,
-        sql: &str,
-        shape: impl FnOnce(&mut Request),
-    ) -> Result<Request, Outcome> {
+    fn request(&self, version: &SqlVersion, sql: &str, shape: impl FnOnce(&mut Request)) -> Result<Request, Outcome> {
         let (tables_dir, _) = self.tables_dir(version).map_err(Outcome::Failed)?;
         let mut request = self.request_on(tables_dir, offered_tables(&version.info().views), sql);
         request.idle = version.served();

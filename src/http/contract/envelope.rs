@@ -436,10 +436,6 @@ impl Ctx {
             .map_err(ApiError::internal)
     }
 
-    fn meta(&self, filters: Option<Map<String, Value>>, pagination: Option<Pagination>) -> Meta {
-        Meta::new(self.request_id, filters, pagination)
-    }
-
     /// The envelope around `data`, with optional filters_applied and pagination.
     pub fn reply<T: Serialize>(
         &self,
@@ -462,7 +458,7 @@ impl Ctx {
     pub fn reply_kept(&self, data: Arc<str>, filters: Option<Map<String, Value>>) -> RawReply {
         RawReply {
             data: RawJson::Shared(data),
-            meta: self.meta(filters, None),
+            meta: self.answering().meta(filters, None),
             version: self.snapshot.info.version.clone(),
         }
     }

@@ -146,7 +146,8 @@ async fn answer(
         frame.columns().iter().map(|c| SqlColumn { name: c.name().to_string(), kind: kind(c.dtype()) }).collect();
     let count = frame.height();
     if format == Format::Json {
-        let mut res = ctx.answering().reply(rows(&frame), None, None).with_sql_result(columns, count, truncated).into_response();
+        let mut res =
+            ctx.answering().reply(rows(&frame), None, None).with_sql_result(columns, count, truncated).into_response();
         let h = res.headers_mut();
         h.insert(formats::TOTAL_COUNT, axum::http::HeaderValue::from(count as u64));
         h.insert("x-sql-truncated", axum::http::HeaderValue::from_static(if truncated { "true" } else { "false" }));
@@ -180,7 +181,6 @@ async fn answer(
         (status = 200, description = "The rows", body = crate::http::contract::envelope::Envelope<Vec<Object>>),
         (status = 400, description = "Not one read-only statement, a forbidden function or table function, an unknown table or column, a syntax error", body = crate::http::contract::error::Failure),
         (status = 422, description = "QUERY_TOO_EXPENSIVE: stopped at the time or memory limit", body = crate::http::contract::error::Failure),
-        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset accepted yet (the first load has not checked the export and computed its views), or every query slot is busy (with Retry-After)", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn sql_get(
@@ -221,7 +221,6 @@ pub async fn sql_get(
         (status = 413, description = "Body larger than 16 KiB", body = crate::http::contract::error::Failure),
         (status = 415, description = "Content-Type is not application/json", body = crate::http::contract::error::Failure),
         (status = 422, description = "QUERY_TOO_EXPENSIVE: stopped at the time or memory limit", body = crate::http::contract::error::Failure),
-        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset accepted yet (the first load has not checked the export and computed its views), or every query slot is busy (with Retry-After)", body = crate::http::contract::error::Failure),
     )
 )]
 pub async fn sql_post(
