@@ -556,6 +556,78 @@ def cancel_check(binary: str, data: Path, creds: Path) -> None:
         proc.wait(timeout=30)
 
 
+def free_port() -> int:
+    """A TCP port free on loopback now (the service's address must be known before it says it
+    listens)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def early_check(binary: str, work: Path, creds: Path) -> None:
+    """On a first start, the door answers from the moment the load has accepted the export
+    (checked, its views computed), while the API still answers 503; before, it says that no
+    dataset is loaded yet (55000); a transaction begun on the accepted version reads on once the
+    API serves it."""
+    import urllib.error
+    import urllib.request
+    rows = 2_000_000
+    data = work / "early.parquet"
+    subprocess.run([binary, "generate", "--rows", str(rows), "--seed", "8", "--out", str(data)],
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    http_port, pg_port = free_port(), free_port()
+    proc = subprocess.Popen([binary, "serve", "--bind", f"127.0.0.1:{http_port}", "--pg-bind", f"127.0.0.1:{pg_port}",
+                             "--data", str(data), "--credentials", str(creds), "--queries", str(ROOT / "queries"),
+                             "--log", "warn"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+
+    def ready() -> int:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{http_port}/readyz", timeout=30).status
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    dsn = f"host=127.0.0.1 port={pg_port} user={KEY} password={SECRET} dbname=eco sslmode=disable"
+    try:
+        deadline = time.monotonic() + 120
+        conn = None
+        while conn is None:
+            try:
+                conn = psycopg.connect(dsn, connect_timeout=10)
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        with conn:
+            states, first = set(), None
+            while first is None and time.monotonic() < deadline:
+                try:
+                    first = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+                except psycopg.Error as e:
+                    states.add(e.sqlstate)
+                    conn.rollback()
+                    time.sleep(0.02)
+            api_then = ready()
+            check("before the export is accepted, the door says no dataset is loaded yet (55000)",
+                  states <= {"55000"}, str(states))
+            check("the door answers the accepted export while the API does not serve yet",
+                  first == rows and api_then == 503, f"count {first}, /readyz {api_then}")
+            conn.commit()
+            # A transaction begun now reads the accepted version (when the API still does not
+            # serve), and reads on once the API serves it.
+            pinned = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            pinned_early = ready() == 503
+            while ready() != 200 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            after = conn.execute("SELECT count(*) FROM catalog").fetchone()[0]
+            conn.commit()
+            check("a transaction begun before the API served reads on once it serves",
+                  (pinned, after) == (rows, rows), f"{pinned}, {after} (begun before: {pinned_early})")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
@@ -819,6 +891,7 @@ def main() -> int:
             conn.rollback()
         half_open(host, int(port), http.strip().removeprefix("listening on "), proc.pid, env, dsn)
         cancel_check(args.binary, original, creds)
+        early_check(args.binary, work, creds)
         tls_checks(args.binary, original, work)
         # The queries are counted in the process's metrics, by result.
         import urllib.request

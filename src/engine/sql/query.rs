@@ -245,6 +245,45 @@ pub fn has_parameters(sql: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A snapshot of a small generated catalog.
+    fn snapshot() -> crate::engine::dataset::snapshot::Snapshot {
+        use polars::prelude::{ParquetWriter, SerWriter};
+        let mut df = crate::sample::generate_catalog(50, 7).unwrap();
+        let mut bytes = Vec::new();
+        ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();
+        let queries = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries");
+        let views = crate::engine::views::Views::read(&queries, &Default::default()).unwrap();
+        crate::engine::dataset::load::load_bytes(&bytes, std::path::Path::new("catalog.parquet"), &views).unwrap()
+    }
+
+    /// Before a snapshot serves, SQL reads the version the first load accepted; a transaction
+    /// pinned to it reads the same version as served once it serves, and nothing once the load
+    /// that accepted it failed.
+    #[test]
+    fn the_accepted_version_is_read_until_it_serves() {
+        let built = snapshot();
+        let info = built.info.clone();
+        let store = Store::new(None);
+        assert!(matches!(version(&store, None), Err(Refusal::NoData)));
+        store.accept(info.clone());
+        let early = version(&store, None).unwrap();
+        assert!(matches!(&early, SqlVersion::Accepted(i) if i.version == info.version));
+        store.replace(built);
+        assert!(store.accepted().is_none(), "the accepted version is forgotten once one serves");
+        let pinned = version(&store, Some(early.clone())).unwrap();
+        assert!(matches!(&pinned, SqlVersion::Served(s) if s.info.version == info.version));
+        assert!(matches!(version(&store, None).unwrap(), SqlVersion::Served(_)));
+        // A snapshot serving: a late acceptance does not take its place.
+        store.accept(info.clone());
+        assert!(store.accepted().is_none());
+        // The load that accepted it failed: a transaction pinned to it has nothing to read.
+        let failed = Store::new(None);
+        failed.accept(info);
+        failed.forget_accepted();
+        assert!(matches!(version(&failed, Some(early)), Err(Refusal::NoData)));
+        assert!(matches!(version(&failed, None), Err(Refusal::NoData)));
+    }
+
     #[test]
     fn parameters_become_literals_outside_quotes() {
         let p = vec![Some("Fiat".to_string()), Some("2020".to_string()), None, Some("o'Neil".to_string())];
