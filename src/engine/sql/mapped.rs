@@ -44,32 +44,49 @@ struct Layout {
 }
 
 /// An IPC file's bytes, mapped: the owner of the buffers of its batches.
-fn map(path: &Path) -> Result<Buffer, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open a table: {e}"))?;
-    // SAFETY: the file is the service's own, written once to a temporary name and renamed into
-    // place; nothing writes it afterwards (a new version gets a folder of its own).
-    let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map a table: {e}"))?;
-    let len = mmap.len();
-    let Some(ptr) = NonNull::new(mmap.as_ptr() as *mut u8) else {
-        return Err("cannot map an empty table file".into());
-    };
-    // SAFETY: the pointer and length are the mapping's, and the mapping lives as long as the
-    // buffer (it is the buffer's owner).
-    Ok(unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(mmap)) })
+struct Mapped(Arc<memmap2::Mmap>);
+
+impl Mapped {
+    fn open(path: &Path) -> Result<Mapped, String> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open a table: {e}"))?;
+        // SAFETY: the file is the service's own, written once to a temporary name and renamed
+        // into place; nothing writes it afterwards (a new version gets a folder of its own).
+        let mmap = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map a table: {e}"))?;
+        if mmap.is_empty() {
+            return Err("cannot map an empty table file".into());
+        }
+        Ok(Mapped(Arc::new(mmap)))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Bytes `start..start + len` of the file (within it) as a buffer of their own: an
+    /// allocation of that size in the engine's memory accounting, which counts a buffer's whole
+    /// allocation once per batch. Sliced from one buffer of the whole file, every batch would
+    /// count as the whole file, and a query keeping a few batches (a sort's top rows, a join's
+    /// build side) would seem to outgrow the memory budget at once.
+    fn range(&self, start: usize, len: usize) -> Buffer {
+        let ptr = NonNull::new(self.0[start..start + len].as_ptr() as *mut u8).unwrap_or(NonNull::dangling());
+        // SAFETY: the range lies within the mapping (sliced above), and the mapping lives as long
+        // as the buffer (it is the buffer's owner).
+        unsafe { Buffer::from_custom_allocation(ptr, len, Arc::clone(&self.0) as _) }
+    }
 }
 
 /// The schema and record batches of a mapped IPC file (no copy: their buffers are the map's).
 fn decode(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
     let bad = |what: &str| format!("a table file is damaged ({what})");
-    let buffer = map(path)?;
-    if buffer.len() < 10 {
+    let file = Mapped::open(path)?;
+    if file.len() < 10 {
         return Err(bad("too short"));
     }
-    let trailer = buffer.len() - 10;
-    let tail: [u8; 10] = buffer[trailer..].try_into().map_err(|_| bad("trailer"))?;
+    let trailer = file.len() - 10;
+    let tail: [u8; 10] = file.0[trailer..].try_into().map_err(|_| bad("trailer"))?;
     let footer_len = read_footer_length(tail).map_err(|e| bad(&e.to_string()))?;
     let footer_start = trailer.checked_sub(footer_len).ok_or_else(|| bad("footer"))?;
-    let footer = root_as_footer(&buffer[footer_start..trailer]).map_err(|e| bad(&e.to_string()))?;
+    let footer = root_as_footer(&file.0[footer_start..trailer]).map_err(|e| bad(&e.to_string()))?;
     let schema = Arc::new(fb_to_schema(footer.schema().ok_or_else(|| bad("no schema"))?));
     // SAFETY: validation is skipped because the file is the service's own output (see `map`),
     // written by Polars from checked columns; validating would read every page of every column at
@@ -78,10 +95,10 @@ fn decode(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>), String> {
     let block_of = |block: &datafusion::arrow::ipc::Block| -> Result<Buffer, String> {
         let start = usize::try_from(block.offset()).map_err(|_| bad("block"))?;
         let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-        if start.checked_add(len).is_none_or(|end| end > buffer.len()) {
+        if start.checked_add(len).is_none_or(|end| end > file.len()) {
             return Err(bad("block out of bounds"));
         }
-        Ok(buffer.slice_with_length(start, len))
+        Ok(file.range(start, len))
     };
     for block in footer.dictionaries().iter().flatten() {
         decoder.read_dictionary(block, &block_of(block)?).map_err(|e| bad(&e.to_string()))?;
