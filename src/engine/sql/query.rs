@@ -247,7 +247,7 @@ mod tests {
 
     /// A snapshot of a small generated catalog.
     fn snapshot() -> crate::engine::dataset::snapshot::Snapshot {
-        use polars::prelude::{ParquetWriter, SerWriter};
+        use polars::prelude::ParquetWriter;
         let mut df = crate::sample::generate_catalog(50, 7).unwrap();
         let mut bytes = Vec::new();
         ParquetWriter::new(&mut bytes).finish(&mut df).unwrap();

@@ -185,8 +185,9 @@ async fn healthz() -> Json<Health> {
     tag = "health",
     responses(
         (status = 200, description = "A dataset is loaded and served", body = Readiness),
-        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset is loaded (none valid yet: the file is missing, \
-            unreadable, invalid or over --max-data-bytes); the message and `last_reload` say why", body = NotReady),
+        (status = 503, description = "SERVICE_UNAVAILABLE: no dataset is loaded (the first load still runs, or none is \
+            valid yet: the file is missing, unreadable, invalid or over --max-data-bytes); the message and `last_reload` \
+            say why", body = NotReady),
     )
 )]
 async fn readyz(State(state): State<AppState>) -> Response {
